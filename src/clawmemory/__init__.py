@@ -1,0 +1,53 @@
+"""clawmemory: local-first long-term memory for LLM agents.
+
+    from clawmemory import Memory
+
+    with Memory.open() as mem:                      # ~/.clawmemory/memory.db
+        mem.store("User prefers dark mode", kind="preference", tags=["ui"])
+        for hit in mem.recall("dark theme"):
+            print(hit.score, hit.memory.content, hit.explain)
+
+Nothing is loaded or opened at import time.
+"""
+
+from clawmemory.config import Settings, load_settings
+from clawmemory.engine import ImportReport, Memory
+from clawmemory.errors import (
+    ClawMemoryError,
+    ConfigError,
+    EmbeddingError,
+    ImportFormatError,
+    InvalidInputError,
+    LLMError,
+    LLMNotConfiguredError,
+    NotFoundError,
+    SchemaError,
+    StorageError,
+)
+from clawmemory.model import KINDS, Explanation, Filter, Hit, KindPolicy, MemoryRecord
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "KINDS",
+    "ClawMemoryError",
+    "ConfigError",
+    "EmbeddingError",
+    "Explanation",
+    "Filter",
+    "Hit",
+    "ImportFormatError",
+    "ImportReport",
+    "InvalidInputError",
+    "KindPolicy",
+    "LLMError",
+    "LLMNotConfiguredError",
+    "Memory",
+    "MemoryRecord",
+    "NotFoundError",
+    "SchemaError",
+    "Settings",
+    "StorageError",
+    "__version__",
+    "load_settings",
+]

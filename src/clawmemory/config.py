@@ -1,0 +1,127 @@
+"""Settings: a TOML config file plus ``CLAWMEM_*`` environment variables, read at entry points only.
+
+Precedence (highest first): explicit arguments, environment (``CLAWMEM_DB``,
+``CLAWMEM_RECALL__RRF_K``; nested sections use ``__``), the config file (``CLAWMEM_CONFIG`` or
+``~/.clawmemory/config.toml``), then the defaults below, which are the specifications' numbers.
+Every number the specifications give is a named default here, documented once
+(docs/configuration.md).
+"""
+
+from __future__ import annotations
+
+import os
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from clawmemory.errors import ConfigError
+
+__all__ = ["Backend", "RecallSettings", "Settings", "StorageSettings", "default_home", "load_settings"]
+
+
+class Backend(StrEnum):
+    SQLITE = "sqlite"
+    MEMORY = "memory"
+    JSON = "json"
+    NONE = "none"
+
+
+def default_home() -> Path:
+    """Where clawmemory keeps its files when no path is given: ``$CLAWMEM_HOME`` or ~/.clawmemory."""
+    return Path(os.environ.get("CLAWMEM_HOME") or Path.home() / ".clawmemory")
+
+
+class StorageSettings(BaseModel):
+    busy_timeout_ms: int = 5000  # 001
+    max_content_chars: int = 100_000  # refuse larger content: a memory is a discrete unit (003)
+    max_key_chars: int = 512
+
+
+class RecallSettings(BaseModel):
+    limit: int = 5  # 000 recall_limit
+    candidate_pool: int = 50  # candidates per list before re-ranking
+    rrf_k: int = 60  # 002/004
+    fusion: str = "rrf"  # "rrf" or "weighted" (000)
+    text_weight: float = 0.4  # 000 weighted mode
+    vector_weight: float = 0.6  # 000 weighted mode
+    score_weight: float = 0.2  # 003: exp(score * 0.2)
+    recency: str = "koshi"  # "koshi" (003: 1/(1+0.01*days)), "half-life" (000), "none"
+    recency_per_day: float = 0.01  # 003
+    recency_half_life_s: float = 0.0  # 000; 0 = disabled
+    weight_key: float = 2.0  # 000: key matches weigh twice content matches
+    weight_content: float = 1.0
+    weight_tags: float = 1.5
+    weight_source: float = 0.5
+
+
+class LifecycleSettings(BaseModel):
+    reinforce_weight: int = 3  # 003
+    demote_weight: int = 1  # 003
+    hygiene_max_age_s: int = 604_800  # 000: 7 days
+    knowledge_max_idle_days: int = 30  # 000
+    knowledge_survival_chance: float = 0.05  # 000
+    decay_threshold: float = 0.05  # 004
+    max_size_bytes: int = 100 * 1024 * 1024  # 003 maxSize 100MB
+    prune_percent: float = 1.0  # 003
+
+
+class Settings(BaseSettings):
+    """All settings. Construct with keyword arguments to override anything in code."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="CLAWMEM_",
+        env_nested_delimiter="__",
+        extra="ignore",
+        validate_default=True,
+    )
+
+    db: Path | None = None  # storage file; None = default_home()/memory.db (or memory.json)
+    namespace: str = "default"
+    backend: str = Backend.SQLITE.value  # sqlite | memory | json | none (unknown -> none)
+    log_level: str = "WARNING"
+    storage: StorageSettings = Field(default_factory=StorageSettings)
+    recall: RecallSettings = Field(default_factory=RecallSettings)
+    lifecycle: LifecycleSettings = Field(default_factory=LifecycleSettings)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml = TomlConfigSettingsSource(settings_cls, toml_file=config_path())
+        return (init_settings, env_settings, toml)
+
+    def resolved_db(self) -> Path:
+        if self.db is not None:
+            return Path(self.db).expanduser()
+        suffix = ".json" if self.backend == Backend.JSON.value else ".db"
+        return default_home() / f"memory{suffix}"
+
+
+def config_path() -> Path:
+    return Path(os.environ.get("CLAWMEM_CONFIG") or default_home() / "config.toml")
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Build settings from file + environment + overrides, translating errors to ConfigError."""
+    clean = {k: v for k, v in overrides.items() if v is not None}
+    try:
+        return Settings(**clean)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        raise ConfigError(f"invalid setting {where}: {first.get('msg')}") from exc
+    except (OSError, ValueError) as exc:  # unreadable or malformed TOML
+        raise ConfigError(f"cannot read config file {config_path()}: {exc}") from exc

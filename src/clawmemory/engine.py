@@ -1,0 +1,337 @@
+"""``Memory``: the one service. The CLI, MCP server, REST API and agent loop are thin adapters
+over this class; they translate arguments and errors and nothing more."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from clawmemory.config import Settings, load_settings
+from clawmemory.errors import InvalidInputError, NotFoundError
+from clawmemory.model import Filter, Hit, MemoryRecord, kind_policy, normalize_kind
+from clawmemory.search.pipeline import RecallRequest, keyword_hits
+from clawmemory.snapshot import dump_snapshot, new_id, parse_snapshot
+from clawmemory.store.base import ORDERS, Store
+from clawmemory.store.factory import open_store
+from clawmemory.validation import (
+    check_content,
+    check_key,
+    check_limit,
+    check_metadata,
+    check_namespace,
+    check_tags,
+    check_time,
+)
+
+__all__ = ["ImportReport", "Memory"]
+
+log = logging.getLogger("clawmemory")
+_UNSET: Any = object()
+
+
+class ImportReport(dict[str, int]):
+    """Counts from an import: ``created``, ``skipped``, ``links``."""
+
+
+class Memory:
+    """Long-term memory for one namespace (tenant) over one store.
+
+    >>> with Memory.open("/tmp/demo.db") as mem:           # doctest: +SKIP
+    ...     mem.store("User prefers dark mode", kind="preference")
+    ...     hits = mem.recall("dark mode")
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        settings: Settings | None = None,
+        *,
+        namespace: str = "default",
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store_backend = store
+        self.settings = settings or Settings()
+        self.namespace = check_namespace(namespace)
+        self.clock = clock
+
+    @classmethod
+    def open(
+        cls,
+        path: str | Path | None = None,
+        *,
+        namespace: str | None = None,
+        backend: str | None = None,
+        settings: Settings | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> Memory:
+        """Open (creating if needed) a memory store. With no path, the default location under
+        the user's home (``~/.clawmemory/memory.db``) or ``CLAWMEM_DB`` is used."""
+        if settings is None:
+            settings = load_settings(db=path, namespace=namespace, backend=backend)
+        else:
+            updates = {k: v for k, v in (("db", path), ("namespace", namespace),
+                                         ("backend", backend)) if v is not None}
+            settings = settings.model_copy(update=updates)
+        return cls(open_store(settings), settings, namespace=settings.namespace, clock=clock)
+
+    def with_namespace(self, namespace: str) -> Memory:
+        """The same store seen as another tenant."""
+        return Memory(self.store_backend, self.settings, namespace=namespace, clock=self.clock)
+
+    def close(self) -> None:
+        self.store_backend.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # --- writing -------------------------------------------------------------------------------
+    def store(
+        self,
+        content: str,
+        *,
+        key: str | None = None,
+        kind: str = "fact",
+        tags: Iterable[str] | str = (),
+        metadata: Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+        event_time: Any = None,
+        source: str | None = None,
+        source_role: str | None = None,
+        source_ids: Iterable[str] = (),
+        confidence: float = 1.0,
+    ) -> str:
+        """Store a memory and return its id. With a ``key`` that already exists in this
+        namespace, that memory is updated in place (upsert — 000) and keeps its id."""
+        record = self._new_record(
+            content, key=key, kind=kind, tags=tags, metadata=metadata, session_id=session_id,
+            event_time=event_time, source=source, source_role=source_role,
+            source_ids=source_ids, confidence=confidence,
+        )
+        stored, _ = self.store_backend.put(record)
+        return stored.id
+
+    def _new_record(self, content: str, **fields: Any) -> MemoryRecord:
+        cfg = self.settings.storage
+        now = self.clock()
+        kind = normalize_kind(fields.pop("kind"))
+        return MemoryRecord(
+            id=new_id(),
+            content=check_content(content, cfg.max_content_chars),
+            namespace=self.namespace,
+            key=check_key(fields.pop("key"), cfg.max_key_chars),
+            kind=kind,
+            tags=check_tags(fields.pop("tags")),
+            metadata=check_metadata(fields.pop("metadata")),
+            event_time=check_time(fields.pop("event_time"), "event_time"),
+            source_ids=tuple(str(s) for s in fields.pop("source_ids")),
+            created_at=now,
+            updated_at=now,
+            last_accessed=now,  # 000: last_accessed is updated on store
+            decay_rate=kind_policy(kind).decay_rate,
+            confidence=max(0.0, min(1.0, float(fields.pop("confidence")))),
+            **fields,
+        )
+
+    def get(self, id_or_key: str) -> MemoryRecord:
+        """The memory with this id or key; raises NotFoundError."""
+        record = self.store_backend.get(self.namespace, str(id_or_key))
+        if record is None:
+            raise NotFoundError(f"no memory with id or key {id_or_key!r}"
+                                f" in namespace {self.namespace!r}")
+        return record
+
+    def update(
+        self,
+        id_or_key: str,
+        *,
+        content: str | None = None,
+        tags: Iterable[str] | str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        kind: str | None = None,
+        key: str | None = _UNSET,
+        event_time: Any = _UNSET,
+    ) -> MemoryRecord:
+        """Change a memory in place. Its score is kept and its recency clock reset (003)."""
+        current = self.get(id_or_key)
+        cfg = self.settings.storage
+        changes: dict[str, Any] = {"updated_at": self.clock(), "last_accessed": self.clock()}
+        if content is not None:
+            changes["content"] = check_content(content, cfg.max_content_chars)
+        if tags is not None:
+            changes["tags"] = check_tags(tags)
+        if metadata is not None:
+            changes["metadata"] = check_metadata(metadata)
+        if kind is not None:
+            changes["kind"] = normalize_kind(kind)
+        if key is not _UNSET:
+            changes["key"] = check_key(key, cfg.max_key_chars)
+            clash = changes["key"] and self.store_backend.get(self.namespace, changes["key"])
+            if clash and clash.id != current.id:
+                raise InvalidInputError(f"key {changes['key']!r} is already used by {clash.id}")
+        if event_time is not _UNSET:
+            changes["event_time"] = check_time(event_time, "event_time")
+        updated = current.evolve(**changes)
+        self.store_backend.replace(updated)
+        return updated
+
+    def forget(self, id_or_key: str) -> MemoryRecord:
+        """Hard-delete a memory and everything derived from it (index rows, links, entity links,
+        vectors). Returns the deleted record; raises NotFoundError."""
+        record = self.get(id_or_key)
+        self.store_backend.delete(self.namespace, [record.id])
+        return record
+
+    def forget_namespace(self) -> int:
+        """Remove this whole tenant: records, links, entities, history, archive."""
+        return self.store_backend.delete_namespace(self.namespace)
+
+    # --- reading -------------------------------------------------------------------------------
+    def list(
+        self,
+        *,
+        kind: str | Iterable[str] | None = None,
+        tags: Iterable[str] = (),
+        session_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        source: str | None = None,
+        include_invalid: bool = False,
+        limit: int = 50,
+        offset: int = 0,
+        order: str = "newest",
+    ) -> list[MemoryRecord]:
+        if order not in ORDERS:
+            raise InvalidInputError(f"order must be one of {', '.join(ORDERS)}")
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise InvalidInputError("offset must be a non-negative integer")
+        flt = Filter.build(kind=kind, tags=check_tags(tags), session_id=session_id,
+                           metadata=check_metadata(metadata), source=source,
+                           include_invalid=include_invalid)
+        return self.store_backend.list(self.namespace, flt, limit=check_limit(limit, maximum=10_000),
+                                       offset=offset, order=order)
+
+    def count(self, *, kind: str | Iterable[str] | None = None, include_invalid: bool = False,
+              **filters: Any) -> int:
+        flt = Filter.build(kind=kind, include_invalid=include_invalid, **filters)
+        return self.store_backend.count(self.namespace, flt)
+
+    def search_by_metadata(self, key: str, value: Any, *, limit: int = 100) -> list[MemoryRecord]:
+        """Memories whose ``metadata[key] == value`` (001 SearchByMetadata)."""
+        return self.list(metadata={key: value}, limit=limit)
+
+    def recall(
+        self,
+        query: str,
+        *,
+        limit: int | None = None,
+        kind: str | Iterable[str] | None = None,
+        tags: Iterable[str] = (),
+        session_id: str | None = None,
+        exclude_session_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        include_invalid: bool = False,
+        touch: bool = True,
+    ) -> list[Hit]:
+        """The memories most relevant to ``query``, best first, each with its explanation.
+
+        Recall counts as access: ``last_accessed`` and ``access_count`` are updated (``touch``).
+        """
+        if not isinstance(query, str):
+            raise InvalidInputError("query must be text")
+        limit = check_limit(limit if limit is not None else self.settings.recall.limit)
+        if not query.strip():
+            return []  # 000: empty queries return immediately
+        flt = Filter.build(kind=kind, tags=check_tags(tags), session_id=session_id,
+                           exclude_session_id=exclude_session_id,
+                           metadata=check_metadata(metadata), include_invalid=include_invalid)
+        now = self.clock()
+        req = RecallRequest(self.namespace, query, limit, flt, now)
+        hits = keyword_hits(self.store_backend, req, self.settings.recall)
+        if touch and hits:
+            self.store_backend.touch(self.namespace, [h.memory.id for h in hits], now)
+            hits = [Hit(h.memory.evolve(last_accessed=now, access_count=h.memory.access_count + 1),
+                        h.score, h.explain) for h in hits]
+        return hits
+
+    # --- graph (000) ---------------------------------------------------------------------------
+    def link(self, a: str, b: str, *, strength: float = 1.0, origin: str = "manual") -> bool:
+        """Link two memories (by id or key) both ways. False if either does not exist."""
+        ra = self.store_backend.get(self.namespace, a)
+        rb = self.store_backend.get(self.namespace, b)
+        if ra is None or rb is None:
+            return False
+        return self.store_backend.link(self.namespace, ra.id, rb.id, strength=strength,
+                                       origin=origin)
+
+    def unlink(self, a: str, b: str) -> bool:
+        ra = self.store_backend.get(self.namespace, a)
+        rb = self.store_backend.get(self.namespace, b)
+        if ra is None or rb is None:
+            return False
+        return self.store_backend.unlink(self.namespace, ra.id, rb.id)
+
+    def neighbors(self, id_or_key: str, limit: int = 10) -> list[MemoryRecord]:
+        """Memories linked to this one, strongest link first."""
+        record = self.get(id_or_key)
+        links = self.store_backend.links(self.namespace, [record.id])[record.id]
+        ids = [lk.other_id for lk in links[: check_limit(limit)]]
+        return self.store_backend.get_many(self.namespace, ids)
+
+    # --- portability (000) ---------------------------------------------------------------------
+    def export_snapshot(self) -> str:
+        """Every memory of this namespace as JSON (embeddings excluded). Lossless with
+        ``import_snapshot``."""
+        records: list[MemoryRecord] = []
+        flt = Filter(include_invalid=True)
+        while batch := self.store_backend.list(self.namespace, flt, limit=5000,
+                                               offset=len(records), order="oldest"):
+            records.extend(batch)
+        links = self.store_backend.links(self.namespace, [r.id for r in records])
+        return dump_snapshot(self.namespace, records, links)
+
+    def import_snapshot(self, text: str, *, source: str = "<snapshot>",
+                        dry_run: bool = False) -> ImportReport:
+        """Import a snapshot; entries whose key or id already exists are skipped. All or
+        nothing: a malformed entry raises ImportFormatError and nothing is written."""
+        parsed = parse_snapshot(text, namespace=self.namespace, now=self.clock(),
+                                max_chars=self.settings.storage.max_content_chars, source=source)
+        existing = {r.id for r in self.store_backend.get_many(
+            self.namespace, [r.id for r in parsed.records])}
+        fresh, seen = [], set(existing)
+        for r in parsed.records:
+            if r.id not in seen:
+                seen.add(r.id)
+                fresh.append(r)
+        if dry_run:
+            return ImportReport(created=len(fresh), skipped=len(parsed.records) - len(fresh),
+                                links=len(parsed.links))
+        results = self.store_backend.put_many(fresh, skip_existing_keys=True, links=parsed.links)
+        created = sum(1 for _, was_created in results if was_created)
+        return ImportReport(created=created, skipped=len(parsed.records) - created,
+                            links=len(parsed.links))
+
+    # --- introspection -------------------------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        s = self.store_backend.stats(self.namespace)
+        return {
+            "backend": s.backend,
+            "path": s.path,
+            "namespace": self.namespace,
+            "total": s.total,
+            "by_kind": s.by_kind,
+            "invalidated": s.invalidated,
+            "links": s.links,
+            "newest": s.newest,
+            "oldest": s.oldest,
+            "size_bytes": s.size_bytes,
+            "recall": "keyword (no embedder configured)",
+        }

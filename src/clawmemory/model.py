@@ -1,0 +1,257 @@
+"""The unified memory record, the kinds with their lifecycle, filters, and explained hits.
+
+Times are Unix epoch seconds (float, UTC). Every record belongs to exactly one namespace.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from clawmemory.errors import InvalidInputError
+
+__all__ = [
+    "DEFAULT_NAMESPACE",
+    "KINDS",
+    "Explanation",
+    "Filter",
+    "Hit",
+    "KindPolicy",
+    "MemoryRecord",
+    "kind_policy",
+    "normalize_kind",
+]
+
+DEFAULT_NAMESPACE = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class KindPolicy:
+    """How one kind of memory lives and dies. The lifecycle is this table, not scattered ifs."""
+
+    name: str
+    origin: str
+    decay_rate: float  # Ebbinghaus rate per day for confidence decay (004); 0 = never decays
+    idle_purge: bool  # 000 knowledge decay: purge when idle > knowledge_max_idle_days
+    hygiene_purge: bool  # 000 conversation hygiene: purge when older than hygiene_max_age
+    prunable: bool  # 003 size-based pruning may archive it
+    description: str
+
+
+KINDS: Mapping[str, KindPolicy] = {
+    p.name: p
+    for p in (
+        KindPolicy("core", "000 Core, soul:*, personality:*", 0.0, False, False, False,
+                   "Identity and personality; permanent; injected into the system prompt."),
+        KindPolicy("fact", "all", 0.1, True, False, True,
+                   "A learned fact or atomic note (alias: knowledge)."),
+        KindPolicy("preference", "002", 0.1, True, False, True, "A user preference."),
+        KindPolicy("event", "002", 0.1, True, False, True, "Something that happened, with a date."),
+        KindPolicy("summary", "002, 003", 0.1, True, False, True, "Summarised knowledge."),
+        KindPolicy("reflection", "004", 0.0, False, False, False,
+                   "A periodic meta-cognitive reflection; never decays."),
+        KindPolicy("episode", "004", 0.0, False, False, True,
+                   "A raw dialogue turn; kept as the source for consolidation."),
+        KindPolicy("conversation", "000", 0.0, False, True, True,
+                   "Transient operational state; purged after hygiene_max_age."),
+    )
+}
+
+KIND_ALIASES: Mapping[str, str] = {"knowledge": "fact"}
+
+
+def normalize_kind(kind: str) -> str:
+    """Return the canonical kind name, accepting aliases and any case."""
+    name = kind.strip().lower()
+    name = KIND_ALIASES.get(name, name)
+    if name not in KINDS:
+        allowed = ", ".join([*KINDS, *KIND_ALIASES])
+        raise InvalidInputError(f"unknown kind {kind!r} (expected one of: {allowed})")
+    return name
+
+
+def kind_policy(kind: str) -> KindPolicy:
+    return KINDS[normalize_kind(kind)]
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRecord:
+    """One memory. Field meanings follow DESIGN.md's unified data model."""
+
+    id: str
+    content: str
+    namespace: str = DEFAULT_NAMESPACE
+    key: str | None = None
+    kind: str = "fact"
+    tags: tuple[str, ...] = ()
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    source: str | None = None  # provenance tag (003): conversation, agent, extraction, migration...
+    source_role: str | None = None  # "user" or the agent's name (004 episodes)
+    source_ids: tuple[str, ...] = ()  # provenance: memories this one was derived from (004)
+    session_id: str | None = None
+    created_at: float = 0.0
+    event_time: float | None = None  # when the remembered thing happened (004)
+    updated_at: float = 0.0
+    last_accessed: float | None = None
+    access_count: int = 0
+    score: int = 0  # reinforcement (003): +3 reinforce, -1 demote
+    confidence: float = 1.0  # 0..1 (004)
+    decay_rate: float = 0.1  # 0 = protected (004)
+    valid_until: float | None = None  # set = invalidated / soft-deleted (004)
+    supersedes: str | None = None  # id of the memory this one corrects (004)
+
+    @property
+    def is_valid(self) -> bool:
+        return self.valid_until is None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["tags"] = list(self.tags)
+        d["source_ids"] = list(self.source_ids)
+        d["metadata"] = dict(self.metadata)
+        return d
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MemoryRecord:
+        known = {f for f in cls.__dataclass_fields__}
+        values = {k: v for k, v in data.items() if k in known}
+        values["tags"] = tuple(values.get("tags") or ())
+        values["source_ids"] = tuple(values.get("source_ids") or ())
+        values["metadata"] = dict(values.get("metadata") or {})
+        if "kind" in values:
+            values["kind"] = normalize_kind(str(values["kind"]))
+        return cls(**values)
+
+    def evolve(self, **changes: Any) -> MemoryRecord:
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True, slots=True)
+class Filter:
+    """Conditions every returned memory must meet. Empty fields do not filter."""
+
+    kinds: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()  # all of these tags must be present
+    session_id: str | None = None
+    exclude_session_id: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)  # metadata[k] == v for each pair
+    source: str | None = None
+    created_after: float | None = None
+    created_before: float | None = None
+    include_invalid: bool = False  # include memories with valid_until set
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        kind: str | Iterable[str] | None = None,
+        tags: Iterable[str] = (),
+        session_id: str | None = None,
+        exclude_session_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        source: str | None = None,
+        created_after: float | None = None,
+        created_before: float | None = None,
+        include_invalid: bool = False,
+    ) -> Filter:
+        if kind is None:
+            kinds: tuple[str, ...] = ()
+        elif isinstance(kind, str):
+            kinds = (normalize_kind(kind),)
+        else:
+            kinds = tuple(normalize_kind(k) for k in kind)
+        return cls(
+            kinds=kinds,
+            tags=tuple(t.strip() for t in tags if t.strip()),
+            session_id=session_id,
+            exclude_session_id=exclude_session_id,
+            metadata=dict(metadata or {}),
+            source=source,
+            created_after=created_after,
+            created_before=created_before,
+            include_invalid=include_invalid,
+        )
+
+    def matches(self, r: MemoryRecord) -> bool:
+        """Reference semantics, used by the in-memory backends and to cross-check SQL backends."""
+        checks = (
+            not self.kinds or r.kind in self.kinds,
+            all(t in r.tags for t in self.tags),
+            self.session_id is None or r.session_id == self.session_id,
+            self.exclude_session_id is None or r.session_id != self.exclude_session_id,
+            all(_meta_equal(r.metadata.get(k), v) for k, v in self.metadata.items()),
+            self.source is None or r.source == self.source,
+            self.created_after is None or r.created_at >= self.created_after,
+            self.created_before is None or r.created_at < self.created_before,
+            self.include_invalid or r.valid_until is None,
+        )
+        return all(checks)
+
+
+def _meta_equal(actual: Any, wanted: Any) -> bool:
+    # 001 metadata is map[string]string; compare as text so "3" finds 3, as json_extract would.
+    if actual is None:
+        return False
+    if isinstance(actual, bool) or isinstance(wanted, bool):
+        return str(actual).lower() == str(wanted).lower()
+    return str(actual) == str(wanted)
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """Why a memory matched and how its score was computed (debuggability is a feature — 003).
+
+    ``lists`` holds each candidate list the memory appeared in (``{"keyword": {"rank": 1,
+    "bm25": 4.2}}``); ``factors`` holds each multiplier applied after fusion.
+    """
+
+    matched_terms: tuple[str, ...] = ()
+    lists: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    fused: float = 0.0
+    factors: Mapping[str, float] = field(default_factory=dict)
+    via: str | None = None  # e.g. "like-fallback", "link:<id>"
+    final: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "matched_terms": list(self.matched_terms),
+            "lists": {k: dict(v) for k, v in self.lists.items()},
+            "fused": self.fused,
+            "factors": dict(self.factors),
+            "via": self.via,
+            "final": self.final,
+        }
+
+    def __str__(self) -> str:
+        parts = []
+        if self.matched_terms:
+            parts.append("matched " + ", ".join(self.matched_terms))
+        for name, info in self.lists.items():
+            detail = " ".join(f"{k}={_fmt(v)}" for k, v in info.items())
+            parts.append(f"{name}[{detail}]")
+        if self.via:
+            parts.append(f"via {self.via}")
+        parts.extend(f"{k}×{_fmt(v)}" for k, v in self.factors.items())
+        parts.append(f"= {_fmt(self.final)}")
+        return "; ".join(parts)
+
+
+def _fmt(v: float) -> str:
+    if isinstance(v, int) or (math.isfinite(v) and v == int(v) and abs(v) < 1e6):
+        return str(int(v))
+    return f"{v:.4g}"
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One recall result: the memory, its final score and the explanation of that score."""
+
+    memory: MemoryRecord
+    score: float
+    explain: Explanation
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"memory": self.memory.to_dict(), "score": self.score,
+                "explain": self.explain.to_dict()}

@@ -1,0 +1,49 @@
+"""Ranking factors applied after candidate retrieval (and, later, fusion).
+
+    final = relevance × reinforcement × recency × confidence
+
+* reinforcement (003): ``exp(score × score_weight)``; score 3 -> 1.82x, -1 -> 0.82x.
+* recency, two formulas:
+  - "koshi" (003, default): ``1 / (1 + days × recency_per_day)``, days since ``last_accessed``
+    (reset by recall and reinforce) or, if never accessed, since ``created_at``;
+  - "half-life" (000): ``exp(-ln 2 × age_s / half_life_s)``, age since creation;
+  - "none".
+* confidence (004): the memory's 0..1 confidence, lowered by decay and conflicts.
+"""
+
+from __future__ import annotations
+
+import math
+
+from clawmemory.config import RecallSettings
+from clawmemory.model import MemoryRecord
+
+__all__ = ["DAY", "factors"]
+
+DAY = 86_400.0
+
+
+def reinforcement(record: MemoryRecord, weight: float) -> float:
+    return math.exp(record.score * weight)
+
+
+def recency(record: MemoryRecord, now: float, cfg: RecallSettings) -> float:
+    if cfg.recency == "half-life":
+        if cfg.recency_half_life_s <= 0:
+            return 1.0
+        age = max(0.0, now - record.created_at)
+        return math.exp(-math.log(2) * age / cfg.recency_half_life_s)
+    if cfg.recency == "koshi":
+        since = record.last_accessed or record.created_at
+        days = max(0.0, now - since) / DAY
+        return 1.0 / (1.0 + days * cfg.recency_per_day)
+    return 1.0
+
+
+def factors(record: MemoryRecord, now: float, cfg: RecallSettings) -> dict[str, float]:
+    """The named multipliers for one memory, in the order they are applied."""
+    return {
+        "reinforcement": reinforcement(record, cfg.score_weight),
+        "recency": recency(record, now, cfg),
+        "confidence": max(0.0, min(1.0, record.confidence)),
+    }

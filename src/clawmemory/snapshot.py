@@ -1,0 +1,160 @@
+"""JSON snapshots (000): lossless export, and import of clawmemory and PtrClaw snapshots.
+
+Export shape (a superset of 000's object shape, so PtrClaw can read the entries)::
+
+    {"format": "clawmemory.snapshot", "version": 1, "namespace": "...", "exported_at": "...",
+     "entries": [{...every record field..., "category": "knowledge", "timestamp": 1700000000,
+                  "links": ["other-key-or-id", ...]}],
+     "links": [{"a": id, "b": id, "strength": 1.0, "origin": "manual"}]}
+
+Accepted on import: that shape, 000's object shape ``{"entries": [...], "embeddings": {...}}``
+and 000's legacy array shape ``[{entry}, ...]``. Embeddings are never exported and are ignored
+on import (000): they are recomputed by the active embedder.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from clawmemory.errors import ClawMemoryError, ImportFormatError
+from clawmemory.model import KINDS, MemoryRecord, normalize_kind
+from clawmemory.store.base import Link
+from clawmemory.validation import check_content, check_key, check_metadata, check_tags, check_time
+
+__all__ = ["FORMAT", "ParsedSnapshot", "dump_snapshot", "new_id", "parse_snapshot"]
+
+FORMAT = "clawmemory.snapshot"
+_PTRCLAW_CATEGORY = {"core": "core", "knowledge": "fact", "conversation": "conversation"}
+
+
+def new_id() -> str:
+    """A fresh public memory id: 16 hex characters (64 random bits)."""
+    return secrets.token_hex(8)
+
+
+def _category(kind: str) -> str:
+    return kind if kind in ("core", "conversation") else "knowledge"
+
+
+def dump_snapshot(
+    namespace: str, records: Sequence[MemoryRecord], links: Mapping[str, list[Link]]
+) -> str:
+    name = {r.id: r.key or r.id for r in records}
+    entries = []
+    pairs: dict[tuple[str, str], Link] = {}
+    for r in records:
+        d = r.to_dict()
+        d["category"] = _category(r.kind)
+        d["timestamp"] = int(r.created_at)
+        d["links"] = [name.get(lk.other_id, lk.other_id) for lk in links.get(r.id, [])]
+        entries.append(d)
+        for lk in links.get(r.id, []):
+            pairs.setdefault(tuple(sorted((r.id, lk.other_id))), lk)  # type: ignore[arg-type]
+    doc = {
+        "format": FORMAT,
+        "version": 1,
+        "namespace": namespace,
+        "exported_at": datetime.now(UTC).isoformat(),
+        "entries": entries,
+        "links": [{"a": a, "b": b, "strength": lk.strength, "origin": lk.origin}
+                  for (a, b), lk in sorted(pairs.items())],
+    }
+    return json.dumps(doc, ensure_ascii=False, indent=1)
+
+
+@dataclass
+class ParsedSnapshot:
+    records: list[MemoryRecord] = field(default_factory=list)
+    links: list[tuple[str, str, float, str]] = field(default_factory=list)
+
+
+def parse_snapshot(
+    text: str, *, namespace: str, now: float, max_chars: int, source: str = "<snapshot>"
+) -> ParsedSnapshot:
+    """Validate a whole snapshot before anything is written; raise ImportFormatError naming the
+    source and line (or entry) of the first problem."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ImportFormatError(f"not valid JSON: {exc.msg}", path=source, line=exc.lineno) from exc
+    if isinstance(doc, list):
+        entries: Any = doc
+    elif isinstance(doc, dict) and isinstance(doc.get("entries"), list):
+        entries = doc["entries"]
+    else:
+        raise ImportFormatError(
+            "not a snapshot: expected a JSON array of entries or an object with 'entries'",
+            path=source,
+        )
+    parsed = ParsedSnapshot()
+    by_name: dict[str, str] = {}
+    raw_links: list[tuple[str, list[str]]] = []
+    for index, entry in enumerate(entries):
+        try:
+            record = _entry(entry, namespace=namespace, now=now, max_chars=max_chars)
+        except ClawMemoryError as exc:
+            raise ImportFormatError(f"entry {index}: {exc}", path=source) from exc
+        parsed.records.append(record)
+        by_name[record.id] = record.id
+        if record.key:
+            by_name.setdefault(record.key, record.id)
+        names = entry.get("links") or []
+        if isinstance(names, list):
+            raw_links.append((record.id, [str(n) for n in names]))
+    if isinstance(doc, dict) and isinstance(doc.get("links"), list):
+        for lk in doc["links"]:
+            if isinstance(lk, dict) and "a" in lk and "b" in lk:
+                parsed.links.append((str(lk["a"]), str(lk["b"]), float(lk.get("strength", 1.0)),
+                                     str(lk.get("origin", "manual"))))
+    else:  # 000 shape: links are the keys of linked entries
+        for rid, names in raw_links:
+            parsed.links.extend(
+                (rid, by_name[n], 1.0, "manual") for n in names if n in by_name
+            )
+    return parsed
+
+
+def _entry(entry: Any, *, namespace: str, now: float, max_chars: int) -> MemoryRecord:
+    if not isinstance(entry, dict):
+        raise ImportFormatError("entry is not an object")
+    content = check_content(entry.get("content"), max_chars)
+    if "kind" in entry:
+        kind = normalize_kind(str(entry["kind"]))
+    else:
+        category = str(entry.get("category", "knowledge")).lower()
+        kind = _PTRCLAW_CATEGORY.get(category) or normalize_kind(category)
+    created = check_time(entry.get("created_at", entry.get("timestamp")), "created_at") or now
+    last = check_time(entry.get("last_accessed"), "last_accessed") or None  # 000: 0 = never
+    rid = entry.get("id")
+    return MemoryRecord(
+        id=str(rid) if isinstance(rid, str | int) and str(rid).strip() else new_id(),
+        content=content,
+        namespace=namespace,
+        key=check_key(entry.get("key"), 512),
+        kind=kind,
+        tags=check_tags(entry.get("tags")),
+        metadata=check_metadata(entry.get("metadata")),
+        source=_opt_str(entry.get("source")),
+        source_role=_opt_str(entry.get("source_role")),
+        source_ids=tuple(str(s) for s in entry.get("source_ids") or ()),
+        session_id=_opt_str(entry.get("session_id")),
+        created_at=created,
+        event_time=check_time(entry.get("event_time"), "event_time"),
+        updated_at=check_time(entry.get("updated_at"), "updated_at") or created,
+        last_accessed=last,
+        access_count=int(entry.get("access_count") or 0),
+        score=int(entry.get("score") or 0) if "kind" in entry else 0,
+        confidence=float(entry.get("confidence", 1.0)),
+        decay_rate=float(entry.get("decay_rate", KINDS[kind].decay_rate)),
+        valid_until=check_time(entry.get("valid_until"), "valid_until"),
+        supersedes=_opt_str(entry.get("supersedes")),
+    )
+
+
+def _opt_str(value: Any) -> str | None:
+    return None if value is None or value == "" else str(value)

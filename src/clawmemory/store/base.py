@@ -1,0 +1,138 @@
+"""The storage boundary: a narrow ``Store`` protocol and the frozen values that cross it.
+
+Backends store and find records; they do not rank. The engine owns ranking, fusion and
+explanations, so every backend gives the same answers to the same question apart from the raw
+relevance numbers of its own full-text index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from clawmemory.model import Filter, MemoryRecord
+
+__all__ = ["ORDERS", "Link", "Store", "StoreStats", "TextHit"]
+
+# list() orderings every backend supports.
+ORDERS = ("newest", "oldest", "score", "accessed")
+
+
+@dataclass(frozen=True, slots=True)
+class TextHit:
+    """A keyword candidate: the record and its relevance (higher is better; BM25 for FTS)."""
+
+    record: MemoryRecord
+    relevance: float
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """An undirected link between two memories as seen from one end."""
+
+    other_id: str
+    strength: float
+    origin: str  # manual | synthesis | co-recall
+
+
+@dataclass(frozen=True, slots=True)
+class StoreStats:
+    backend: str
+    total: int
+    by_kind: dict[str, int] = field(default_factory=dict)
+    invalidated: int = 0
+    links: int = 0
+    newest: float | None = None
+    oldest: float | None = None
+    size_bytes: int | None = None
+    path: str | None = None
+
+
+@runtime_checkable
+class Store(Protocol):
+    """What every storage backend provides. All methods are scoped by namespace."""
+
+    backend: str
+
+    def close(self) -> None: ...
+
+    # --- records -------------------------------------------------------------------------------
+    def put(self, record: MemoryRecord) -> tuple[MemoryRecord, bool]:
+        """Insert ``record``; if it has a key that exists in its namespace, update that memory
+        in place instead (id, created_at, score, access_count and confidence are kept).
+        Atomic. Returns the stored record and whether it was newly created."""
+        ...
+
+    def put_many(
+        self,
+        records: Sequence[MemoryRecord],
+        *,
+        skip_existing_keys: bool,
+        links: Sequence[tuple[str, str, float, str]] = (),
+    ) -> list[tuple[MemoryRecord, bool]]:
+        """Insert many records, then ``links`` (a_id, b_id, strength, origin) between them, in one
+        all-or-nothing transaction. A record whose key already exists is skipped
+        (``skip_existing_keys``, the existing memory is returned) or upserted; link ends given as
+        a skipped record's id are mapped to the memory that was kept."""
+        ...
+
+    def get(self, namespace: str, id_or_key: str) -> MemoryRecord | None:
+        """The memory with this id, else the one with this key, else None."""
+        ...
+
+    def get_many(self, namespace: str, ids: Sequence[str]) -> list[MemoryRecord]: ...
+
+    def replace(self, record: MemoryRecord) -> None:
+        """Overwrite every field of the existing memory with ``record.id``."""
+        ...
+
+    def delete(self, namespace: str, ids: Sequence[str]) -> int:
+        """Hard delete: the records and everything derived from them (index rows, links,
+        entity links, vectors). Returns how many records were removed."""
+        ...
+
+    def delete_namespace(self, namespace: str) -> int: ...
+
+    def list(
+        self, namespace: str, flt: Filter, *, limit: int, offset: int = 0, order: str = "newest"
+    ) -> list[MemoryRecord]: ...
+
+    def count(self, namespace: str, flt: Filter) -> int: ...
+
+    def touch(self, namespace: str, ids: Sequence[str], now: float) -> None:
+        """Record a recall: set last_accessed and increment access_count."""
+        ...
+
+    # --- keyword search ------------------------------------------------------------------------
+    def keyword_search(
+        self, namespace: str, terms: Sequence[str], flt: Filter, *, limit: int
+    ) -> list[TextHit]:
+        """Best ``limit`` memories matching any of ``terms`` (already sanitised), best first."""
+        ...
+
+    def matched_terms(
+        self, namespace: str, ids: Sequence[str], terms: Sequence[str]
+    ) -> dict[str, list[str]]:
+        """For each id, which of ``terms`` its indexed text matches (for explanations)."""
+        ...
+
+    def like_search(
+        self, namespace: str, tokens: Sequence[str], flt: Filter, *, limit: int
+    ) -> list[TextHit]:
+        """Substring fallback (000): memories containing any token; relevance = tokens found."""
+        ...
+
+    # --- graph ---------------------------------------------------------------------------------
+    def link(self, namespace: str, a: str, b: str, *, strength: float, origin: str) -> bool:
+        """Create or strengthen (add ``strength``) the link a<->b. False if either is missing."""
+        ...
+
+    def unlink(self, namespace: str, a: str, b: str) -> bool: ...
+
+    def links(self, namespace: str, ids: Sequence[str]) -> dict[str, list[Link]]: ...
+
+    # --- housekeeping --------------------------------------------------------------------------
+    def namespaces(self) -> list[str]: ...
+
+    def stats(self, namespace: str) -> StoreStats: ...

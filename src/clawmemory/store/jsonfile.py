@@ -1,0 +1,158 @@
+"""JSON file backend (000 JsonMemory): the whole set in RAM, persisted to one JSON file.
+
+Every write rewrites the file atomically (temp file in the same folder, fsync, rename), so a
+crash leaves either the old or the new file, never a torn one. Reads both of 000's shapes: the
+legacy array ``[{entry}, ...]`` and the object ``{"entries": [...], "embeddings": {...}}``.
+Writes the array shape, or the object shape when embeddings exist (as 000 does). Meant for one
+process; use SQLite when several processes share a store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from clawmemory.errors import StorageError
+from clawmemory.model import DEFAULT_NAMESPACE, MemoryRecord
+from clawmemory.snapshot import parse_snapshot
+from clawmemory.store.base import Link, StoreStats
+from clawmemory.store.memory import MemoryStore
+
+__all__ = ["JSONFileStore"]
+
+_MUTATORS = ("put", "put_many", "replace", "delete", "delete_namespace", "touch", "link", "unlink")
+
+
+class JSONFileStore(MemoryStore):
+    backend = "json"
+
+    def __init__(self, path: str | Path, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.path = Path(path)
+        self.embeddings: dict[str, list[float]] = {}
+        self._batch = 0
+        if self.path.exists():
+            self._load()
+
+    def _load(self) -> None:
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise StorageError(f"cannot read {self.path}: {exc}") from exc
+        if not text.strip():
+            return
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise StorageError(f"{self.path}:{exc.lineno}: not valid JSON ({exc.msg})") from exc
+        entries = doc if isinstance(doc, list) else doc.get("entries", [])
+        if isinstance(doc, dict):
+            self.embeddings = dict(doc.get("embeddings") or {})
+        by_ns: dict[str, list[dict[str, Any]]] = {}
+        for e in entries:
+            by_ns.setdefault(str(e.get("namespace") or DEFAULT_NAMESPACE), []).append(e)
+        for ns, items in by_ns.items():
+            parsed = parse_snapshot(json.dumps(items), namespace=ns, now=0.0,
+                                    max_chars=10**9, source=str(self.path))
+            MemoryStore.put_many(self, parsed.records, skip_existing_keys=True, links=[])
+            for e, r in zip(items, parsed.records, strict=True):
+                for d in e.get("link_details") or []:
+                    MemoryStore.link(self, ns, r.id, str(d["id"]),
+                                     strength=float(d.get("strength", 1.0)) / 2,
+                                     origin=str(d.get("origin", "manual")))
+            for a, b, strength, origin in parsed.links:
+                if not any(e.get("link_details") for e in items):
+                    MemoryStore.link(self, ns, a, b, strength=strength, origin=origin)
+
+    def _dump(self) -> None:
+        entries = []
+        for ns_name in sorted(self._ns):
+            ns = self._ns[ns_name]
+            links = self.links(ns_name, list(ns.records))
+            names = {r.id: r.key or r.id for r in ns.records.values()}
+            for r in sorted(ns.records.values(), key=lambda r: ns.seq[r.id]):
+                d = r.to_dict()
+                d["category"] = r.kind if r.kind in ("core", "conversation") else "knowledge"
+                d["timestamp"] = int(r.created_at)
+                d["links"] = [names.get(lk.other_id, lk.other_id) for lk in links[r.id]]
+                d["link_details"] = [{"id": lk.other_id, "strength": lk.strength,
+                                      "origin": lk.origin} for lk in links[r.id]]
+                entries.append(d)
+        doc: Any = {"entries": entries, "embeddings": self.embeddings} if self.embeddings else entries
+        _atomic_write(self.path, json.dumps(doc, ensure_ascii=False))
+
+    @contextmanager
+    def _persisting(self) -> Iterator[None]:
+        with self._lock:
+            self._batch += 1
+            try:
+                yield
+            finally:
+                self._batch -= 1
+            if self._batch == 0:
+                self._dump()
+
+    def put(self, record: MemoryRecord) -> tuple[MemoryRecord, bool]:
+        with self._persisting():
+            return super().put(record)
+
+    def put_many(self, records: Sequence[MemoryRecord], *, skip_existing_keys: bool,
+                 links: Sequence[tuple[str, str, float, str]] = ()) -> list[tuple[MemoryRecord, bool]]:
+        with self._persisting():
+            return super().put_many(records, skip_existing_keys=skip_existing_keys, links=links)
+
+    def replace(self, record: MemoryRecord) -> None:
+        with self._persisting():
+            super().replace(record)
+
+    def delete(self, namespace: str, ids: Sequence[str]) -> int:
+        with self._persisting():
+            for rid in ids:
+                r = self.get(namespace, rid)
+                if r is not None:
+                    self.embeddings.pop(r.key or r.id, None)
+            return super().delete(namespace, ids)
+
+    def delete_namespace(self, namespace: str) -> int:
+        with self._persisting():
+            return super().delete_namespace(namespace)
+
+    def touch(self, namespace: str, ids: Sequence[str], now: float) -> None:
+        with self._persisting():
+            super().touch(namespace, ids, now)
+
+    def link(self, namespace: str, a: str, b: str, *, strength: float, origin: str) -> bool:
+        with self._persisting():
+            return super().link(namespace, a, b, strength=strength, origin=origin)
+
+    def unlink(self, namespace: str, a: str, b: str) -> bool:
+        with self._persisting():
+            return super().unlink(namespace, a, b)
+
+    def links(self, namespace: str, ids: Sequence[str]) -> dict[str, list[Link]]:
+        return super().links(namespace, ids)
+
+    def stats(self, namespace: str) -> StoreStats:
+        s = super().stats(namespace)
+        size = self.path.stat().st_size if self.path.exists() else 0
+        return StoreStats(s.backend, s.total, s.by_kind, s.invalidated, s.links, s.newest,
+                          s.oldest, size, str(self.path))
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        Path(tmp).replace(path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise StorageError(f"cannot write {path}: {exc}") from exc

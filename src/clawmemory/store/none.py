@@ -1,0 +1,77 @@
+"""The none backend (000 NoneMemory): memory disabled. Every operation succeeds and keeps
+nothing: writes are discarded, reads are empty, counts are zero, links fail (False)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from clawmemory.model import Filter, MemoryRecord
+from clawmemory.store.base import Link, StoreStats, TextHit
+
+__all__ = ["NoneStore"]
+
+
+class NoneStore:
+    backend = "none"
+
+    def close(self) -> None:
+        pass
+
+    def put(self, record: MemoryRecord) -> tuple[MemoryRecord, bool]:
+        return record, True
+
+    def put_many(self, records: Sequence[MemoryRecord], *, skip_existing_keys: bool,
+                 links: Sequence[tuple[str, str, float, str]] = ()) -> list[tuple[MemoryRecord, bool]]:
+        return [(r, True) for r in records]
+
+    def get(self, namespace: str, id_or_key: str) -> MemoryRecord | None:
+        return None
+
+    def get_many(self, namespace: str, ids: Sequence[str]) -> list[MemoryRecord]:
+        return []
+
+    def replace(self, record: MemoryRecord) -> None:
+        pass
+
+    def delete(self, namespace: str, ids: Sequence[str]) -> int:
+        return 0
+
+    def delete_namespace(self, namespace: str) -> int:
+        return 0
+
+    def list(self, namespace: str, flt: Filter, *, limit: int, offset: int = 0,
+             order: str = "newest") -> list[MemoryRecord]:
+        return []
+
+    def count(self, namespace: str, flt: Filter) -> int:
+        return 0
+
+    def touch(self, namespace: str, ids: Sequence[str], now: float) -> None:
+        pass
+
+    def keyword_search(self, namespace: str, terms: Sequence[str], flt: Filter, *,
+                       limit: int) -> list[TextHit]:
+        return []
+
+    def matched_terms(self, namespace: str, ids: Sequence[str],
+                      terms: Sequence[str]) -> dict[str, list[str]]:
+        return {i: [] for i in ids}
+
+    def like_search(self, namespace: str, tokens: Sequence[str], flt: Filter, *,
+                    limit: int) -> list[TextHit]:
+        return []
+
+    def link(self, namespace: str, a: str, b: str, *, strength: float, origin: str) -> bool:
+        return False
+
+    def unlink(self, namespace: str, a: str, b: str) -> bool:
+        return False
+
+    def links(self, namespace: str, ids: Sequence[str]) -> dict[str, list[Link]]:
+        return {i: [] for i in ids}
+
+    def namespaces(self) -> list[str]:
+        return []
+
+    def stats(self, namespace: str) -> StoreStats:
+        return StoreStats(backend=self.backend, total=0)

@@ -1,0 +1,543 @@
+"""SQLite backend: one file, FTS5 for keyword search, sqlite-vec loaded for vectors.
+
+apsw is used instead of the stdlib module because the stdlib build on common Pythons cannot
+load extensions (sqlite-vec). Writes run in ``BEGIN IMMEDIATE`` transactions so a writer takes
+the lock up front (no deadlocking lock upgrades between processes); ``busy_timeout`` makes
+SQLite wait for the lock, and a bounded retry on top absorbs the rare busy error that SQLite
+reports without waiting (e.g. while another process switches the file to WAL).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Any, TypeVar
+
+from clawmemory.errors import ConfigError, SchemaError, StorageError
+from clawmemory.model import Filter, MemoryRecord
+from clawmemory.store.base import Link, StoreStats, TextHit
+
+__all__ = ["SQLiteStore"]
+
+T = TypeVar("T")
+
+COLUMNS = (
+    "id", "namespace", "key", "kind", "content", "tags", "metadata", "source", "source_role",
+    "source_ids", "session_id", "created_at", "event_time", "updated_at", "last_accessed",
+    "access_count", "score", "confidence", "decay_rate", "valid_until", "supersedes",
+)
+SELECT = ", ".join(f"m.{c}" for c in COLUMNS)
+INSERT = (
+    f"INSERT INTO memories ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
+)
+UPDATE = (
+    "UPDATE memories SET "
+    + ", ".join(f"{c} = ?" for c in COLUMNS if c != "id")
+    + " WHERE namespace = ? AND id = ?"
+)
+ORDER_SQL = {
+    "newest": "m.created_at DESC, m.seq DESC",
+    "oldest": "m.created_at ASC, m.seq ASC",
+    "score": "m.score DESC, m.created_at DESC",
+    "accessed": "COALESCE(m.last_accessed, m.created_at) DESC",
+}
+MAX_BUSY_WAIT_S = 60.0
+
+
+def _apsw() -> Any:
+    try:
+        import apsw
+    except ImportError as exc:  # pragma: no cover - apsw is a core dependency
+        raise ConfigError("the SQLite backend needs apsw: pip install apsw") from exc
+    return apsw
+
+
+def meta_text(value: Any) -> str:
+    """Canonical text of a metadata value for equality filters (matches SQL below)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _row_to_record(row: Sequence[Any]) -> MemoryRecord:
+    (id_, ns, key, kind, content, tags, metadata, source, source_role, source_ids, session_id,
+     created_at, event_time, updated_at, last_accessed, access_count, score, confidence,
+     decay_rate, valid_until, supersedes) = row[: len(COLUMNS)]
+    return MemoryRecord(
+        id=id_, namespace=ns, key=key, kind=kind, content=content,
+        tags=tuple(json.loads(tags)), metadata=json.loads(metadata), source=source,
+        source_role=source_role, source_ids=tuple(json.loads(source_ids)),
+        session_id=session_id, created_at=created_at, event_time=event_time,
+        updated_at=updated_at, last_accessed=last_accessed, access_count=access_count,
+        score=score, confidence=confidence, decay_rate=decay_rate, valid_until=valid_until,
+        supersedes=supersedes,
+    )
+
+
+def _record_values(r: MemoryRecord) -> list[Any]:
+    return [
+        r.id, r.namespace, r.key, r.kind, r.content,
+        json.dumps(list(r.tags), ensure_ascii=False),
+        json.dumps(dict(r.metadata), ensure_ascii=False, sort_keys=True),
+        r.source, r.source_role, json.dumps(list(r.source_ids)), r.session_id, r.created_at,
+        r.event_time, r.updated_at, r.last_accessed, r.access_count, r.score, r.confidence,
+        r.decay_rate, r.valid_until, r.supersedes,
+    ]
+
+
+def filter_sql(namespace: str, flt: Filter, alias: str = "m") -> tuple[str, list[Any]]:
+    """WHERE clause (without the keyword) and bindings for a Filter."""
+    a = alias
+    where = [f"{a}.namespace = ?"]
+    args: list[Any] = [namespace]
+    if flt.kinds:
+        where.append(f"{a}.kind IN ({', '.join('?' * len(flt.kinds))})")
+        args.extend(flt.kinds)
+    for tag in flt.tags:
+        where.append(f"EXISTS (SELECT 1 FROM json_each({a}.tags) WHERE value = ?)")
+        args.append(tag)
+    if flt.session_id is not None:
+        where.append(f"{a}.session_id = ?")
+        args.append(flt.session_id)
+    if flt.exclude_session_id is not None:
+        where.append(f"{a}.session_id IS NOT ?")
+        args.append(flt.exclude_session_id)
+    for k, v in flt.metadata.items():
+        path = '$."' + str(k).replace('"', '\\"') + '"'
+        where.append(
+            f"(CASE json_type({a}.metadata, ?) WHEN 'true' THEN 'true' WHEN 'false' THEN 'false'"
+            f" ELSE CAST(json_extract({a}.metadata, ?) AS TEXT) END) = ?"
+        )
+        args.extend([path, path, meta_text(v)])
+    if flt.source is not None:
+        where.append(f"{a}.source = ?")
+        args.append(flt.source)
+    if flt.created_after is not None:
+        where.append(f"{a}.created_at >= ?")
+        args.append(flt.created_after)
+    if flt.created_before is not None:
+        where.append(f"{a}.created_at < ?")
+        args.append(flt.created_before)
+    if not flt.include_invalid:
+        where.append(f"{a}.valid_until IS NULL")
+    return " AND ".join(where), args
+
+
+def fts_query(terms: Sequence[str]) -> str:
+    """Each term quoted for literal matching and OR-joined (003)."""
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+class SQLiteStore:
+    """The embedded default backend. Safe to share between threads; many processes may open the
+    same file at once."""
+
+    backend = "sqlite"
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        busy_timeout_ms: int = 5000,
+        weights: tuple[float, float, float, float] = (2.0, 1.0, 1.5, 0.5),
+    ) -> None:
+        apsw = _apsw()
+        self.path = Path(path)
+        self._busy = (apsw.BusyError, apsw.LockedError)
+        self._error = apsw.Error
+        self._weights = weights
+        self._lock = threading.RLock()
+        self.vec_available = False
+        if str(path) != ":memory:":
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.conn = apsw.Connection(str(path))
+        except apsw.Error as exc:
+            raise StorageError(f"cannot open database {path}: {exc}") from exc
+        self.conn.setbusytimeout(busy_timeout_ms)
+        self._retry(self._configure)
+        self._retry(self._migrate)
+
+    # --- connection set-up ---------------------------------------------------------------------
+    def _configure(self) -> None:
+        c = self.conn
+        if str(self.path) != ":memory:":
+            mode = c.execute("PRAGMA journal_mode=WAL").fetchall()[0][0]
+            if str(mode).lower() != "wal":
+                raise StorageError(f"could not switch {self.path} to WAL (got {mode})")
+        c.execute("PRAGMA synchronous=NORMAL")
+        c.execute("PRAGMA temp_store=MEMORY")
+        c.execute("PRAGMA foreign_keys=ON")
+        try:
+            import sqlite_vec
+
+            c.enable_load_extension(True)
+            c.load_extension(sqlite_vec.loadable_path())
+            c.enable_load_extension(False)
+            self.vec_available = True
+        except Exception:  # noqa: BLE001 - vector search is optional; keyword recall still works
+            self.vec_available = False
+
+    def _migrate(self) -> None:
+        with self.write():
+            c = self.conn
+            c.execute(
+                "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY,"
+                " applied_at REAL NOT NULL, description TEXT NOT NULL)"
+            )
+            current = c.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchall()
+            have = int(current[0][0])
+            known = _migrations()
+            if have > len(known):
+                raise SchemaError(
+                    f"{self.path} has schema version {have}; this clawmemory knows up to"
+                    f" {len(known)}. Upgrade clawmemory."
+                )
+            for version, (name, sql) in enumerate(known, start=1):
+                if version <= have:
+                    continue
+                c.execute(sql)
+                c.execute(
+                    "INSERT INTO schema_version VALUES (?, ?, ?)", (version, time.time(), name)
+                )
+
+    def schema_version(self) -> int:
+        return int(self._query("SELECT MAX(version) FROM schema_version")[0][0])
+
+    def close(self) -> None:
+        with self._lock:
+            self.conn.close()
+
+    # --- transactions --------------------------------------------------------------------------
+    def _retry(self, fn: Callable[[], T]) -> T:
+        deadline = time.monotonic() + MAX_BUSY_WAIT_S
+        delay = 0.005
+        while True:
+            try:
+                return fn()
+            except self._busy as exc:
+                if time.monotonic() > deadline:
+                    raise StorageError(f"database {self.path} stayed locked: {exc}") from exc
+                time.sleep(delay * (1 + random.random()))
+                delay = min(delay * 2, 0.2)
+            except self._error as exc:
+                raise StorageError(f"{self.path}: {exc}") from exc
+
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        """A write transaction taken with BEGIN IMMEDIATE; rolled back on any error."""
+        with self._lock:
+            self._retry(lambda: self.conn.execute("BEGIN IMMEDIATE"))
+            try:
+                yield
+            except self._busy:
+                self._rollback()
+                raise  # the caller's retry loop may run the whole transaction again
+            except self._error as exc:
+                self._rollback()
+                raise StorageError(f"{self.path}: {exc}") from exc
+            except BaseException:
+                self._rollback()
+                raise
+            else:
+                self._retry(lambda: self.conn.execute("COMMIT"))
+
+    def _rollback(self) -> None:
+        if self.conn.in_transaction:
+            self.conn.execute("ROLLBACK")
+
+    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._retry(lambda: list(self.conn.execute(sql, args)))
+
+    def _records(self, sql: str, args: Sequence[Any] = ()) -> list[MemoryRecord]:
+        return [_row_to_record(r) for r in self._query(sql, args)]
+
+    # --- records -------------------------------------------------------------------------------
+    def _find_key(self, namespace: str, key: str) -> MemoryRecord | None:
+        rows = self._records(
+            f"SELECT {SELECT} FROM memories m WHERE m.namespace = ? AND m.key = ?", (namespace, key)
+        )
+        return rows[0] if rows else None
+
+    def _upsert(self, record: MemoryRecord, skip_existing: bool) -> tuple[MemoryRecord, bool]:
+        existing = self._find_key(record.namespace, record.key) if record.key else None
+        if existing is None:
+            self.conn.execute(INSERT, _record_values(record))
+            return record, True
+        if skip_existing:
+            return existing, False
+        merged = record.evolve(
+            id=existing.id, created_at=existing.created_at, score=existing.score,
+            access_count=existing.access_count, confidence=existing.confidence,
+        )
+        self._replace(merged)
+        return merged, False
+
+    def put(self, record: MemoryRecord) -> tuple[MemoryRecord, bool]:
+        with self.write():
+            return self._upsert(record, skip_existing=False)
+
+    def put_many(
+        self,
+        records: Sequence[MemoryRecord],
+        *,
+        skip_existing_keys: bool,
+        links: Sequence[tuple[str, str, float, str]] = (),
+    ) -> list[tuple[MemoryRecord, bool]]:
+        now = time.time()
+        with self.write():
+            results = [self._upsert(r, skip_existing_keys) for r in records]
+            stored_id = {r.id: res.id for r, (res, _) in zip(records, results, strict=True)}
+            for a, b, strength, origin in links:
+                lo, hi = sorted((stored_id.get(a, a), stored_id.get(b, b)))
+                if lo == hi:
+                    continue
+                self.conn.execute(
+                    "INSERT INTO links VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE"
+                    " SET strength = max(strength, excluded.strength)",
+                    (records[0].namespace, lo, hi, strength, origin, now, now),
+                )
+        return results
+
+    def get(self, namespace: str, id_or_key: str) -> MemoryRecord | None:
+        rows = self._records(
+            f"SELECT {SELECT} FROM memories m WHERE m.namespace = ? AND (m.id = ? OR m.key = ?)"
+            " ORDER BY m.id = ? DESC LIMIT 1",
+            (namespace, id_or_key, id_or_key, id_or_key),
+        )
+        return rows[0] if rows else None
+
+    def get_many(self, namespace: str, ids: Sequence[str]) -> list[MemoryRecord]:
+        if not ids:
+            return []
+        marks = ", ".join("?" * len(ids))
+        found = self._records(
+            f"SELECT {SELECT} FROM memories m WHERE m.namespace = ? AND m.id IN ({marks})",
+            (namespace, *ids),
+        )
+        order = {i: n for n, i in enumerate(ids)}
+        return sorted(found, key=lambda r: order[r.id])
+
+    def _replace(self, record: MemoryRecord) -> None:
+        values = _record_values(record)
+        self.conn.execute(UPDATE, [*values[1:], record.namespace, record.id])
+
+    def replace(self, record: MemoryRecord) -> None:
+        with self.write():
+            self._replace(record)
+
+    def _delete_ids(self, ns: str, ids: Sequence[str]) -> int:
+        c = self.conn
+        marks = ", ".join("?" * len(ids))
+        if self._has_table("vec_memories"):
+            c.execute(
+                f"DELETE FROM vec_memories WHERE seq IN (SELECT seq FROM memories"
+                f" WHERE namespace = ? AND id IN ({marks}))", (ns, *ids),
+            )
+        c.execute(f"DELETE FROM links WHERE namespace = ? AND (a_id IN ({marks}) OR b_id IN"
+                  f" ({marks}))", (ns, *ids, *ids))
+        touched = [r[0] for r in c.execute(
+            f"SELECT DISTINCT entity_id FROM memory_entities WHERE namespace = ? AND memory_id"
+            f" IN ({marks})", (ns, *ids))]
+        c.execute(f"DELETE FROM memory_entities WHERE namespace = ? AND memory_id IN ({marks})",
+                  (ns, *ids))
+        if touched:
+            # An entity's name is text from the forgotten memory: drop entities nobody mentions.
+            emarks = ", ".join("?" * len(touched))
+            c.execute(
+                f"DELETE FROM entities WHERE id IN ({emarks}) AND id NOT IN"
+                " (SELECT entity_id FROM memory_entities)", touched,
+            )
+        c.execute(f"DELETE FROM memories WHERE namespace = ? AND id IN ({marks})", (ns, *ids))
+        return int(self.conn.changes())
+
+    def delete(self, namespace: str, ids: Sequence[str]) -> int:
+        if not ids:
+            return 0
+        with self.write():
+            owned = [r[0] for r in self.conn.execute(
+                f"SELECT id FROM memories WHERE namespace = ? AND id IN"
+                f" ({', '.join('?' * len(ids))})", (namespace, *ids))]
+            return self._delete_ids(namespace, owned) if owned else 0
+
+    def delete_namespace(self, namespace: str) -> int:
+        with self.write():
+            c = self.conn
+            ids = [r[0] for r in c.execute("SELECT id FROM memories WHERE namespace = ?",
+                                           (namespace,))]
+            removed = 0
+            for i in range(0, len(ids), 500):
+                removed += self._delete_ids(namespace, ids[i: i + 500])
+            for table in ("links", "entities", "messages", "summaries", "sessions",
+                          "memories_archive", "maintenance_runs"):
+                c.execute(f"DELETE FROM {table} WHERE namespace = ?", (namespace,))
+            # Rebuild the FTS indexes so no segment keeps a copy of forgotten tokens.
+            c.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
+            c.execute("INSERT INTO memories_archive_fts(memories_archive_fts) VALUES ('optimize')")
+            return removed
+
+    def vacuum(self) -> None:
+        with self._lock:
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self.conn.execute("VACUUM")
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def list(
+        self, namespace: str, flt: Filter, *, limit: int, offset: int = 0, order: str = "newest"
+    ) -> list[MemoryRecord]:
+        where, args = filter_sql(namespace, flt)
+        return self._records(
+            f"SELECT {SELECT} FROM memories m WHERE {where} ORDER BY {ORDER_SQL[order]}"
+            " LIMIT ? OFFSET ?", [*args, limit, offset],
+        )
+
+    def count(self, namespace: str, flt: Filter) -> int:
+        where, args = filter_sql(namespace, flt)
+        return int(self._query(f"SELECT COUNT(*) FROM memories m WHERE {where}", args)[0][0])
+
+    def touch(self, namespace: str, ids: Sequence[str], now: float) -> None:
+        if not ids:
+            return
+        with self.write():
+            self.conn.execute(
+                "UPDATE memories SET last_accessed = ?, access_count = access_count + 1"
+                f" WHERE namespace = ? AND id IN ({', '.join('?' * len(ids))})",
+                (now, namespace, *ids),
+            )
+
+    # --- keyword search ------------------------------------------------------------------------
+    def keyword_search(
+        self, namespace: str, terms: Sequence[str], flt: Filter, *, limit: int
+    ) -> list[TextHit]:
+        if not terms:
+            return []
+        where, args = filter_sql(namespace, flt)
+        w = self._weights
+        rows = self._query(
+            f"SELECT {SELECT}, -bm25(memories_fts, ?, ?, ?, ?) AS rel FROM memories_fts"
+            f" JOIN memories m ON m.seq = memories_fts.rowid"
+            f" WHERE memories_fts MATCH ? AND {where} ORDER BY rel DESC LIMIT ?",
+            [*w, fts_query(terms), *args, limit],
+        )
+        return [TextHit(_row_to_record(r), float(r[-1])) for r in rows]
+
+    def matched_terms(
+        self, namespace: str, ids: Sequence[str], terms: Sequence[str]
+    ) -> dict[str, list[str]]:
+        found: dict[str, list[str]] = {i: [] for i in ids}
+        if not ids:
+            return found
+        marks = ", ".join("?" * len(ids))
+        for term in terms[:32]:
+            rows = self._query(
+                "SELECT m.id FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid"
+                f" WHERE memories_fts MATCH ? AND m.namespace = ? AND m.id IN ({marks})",
+                (fts_query([term]), namespace, *ids),
+            )
+            for (mid,) in rows:
+                found[mid].append(term)
+        return found
+
+    def like_search(
+        self, namespace: str, tokens: Sequence[str], flt: Filter, *, limit: int
+    ) -> list[TextHit]:
+        tokens = [t for t in tokens if t][:16]
+        if not tokens:
+            return []
+        where, args = filter_sql(namespace, flt)
+        hits_expr = " + ".join(
+            "(instr(lower(m.content), ?) > 0 OR instr(lower(COALESCE(m.key, '')), ?) > 0)"
+            for _ in tokens
+        )
+        tok_args: list[Any] = []
+        for t in tokens:
+            tok_args.extend([t.lower(), t.lower()])
+        rows = self._query(
+            f"SELECT * FROM (SELECT {SELECT}, ({hits_expr}) AS rel FROM memories m"
+            f" WHERE {where}) WHERE rel > 0 ORDER BY rel DESC, created_at DESC LIMIT ?",
+            [*tok_args, *args, limit],
+        )
+        return [TextHit(_row_to_record(r), float(r[-1])) for r in rows]
+
+    # --- graph ---------------------------------------------------------------------------------
+    def link(self, namespace: str, a: str, b: str, *, strength: float, origin: str) -> bool:
+        if a == b:
+            return False
+        lo, hi = sorted((a, b))
+        now = time.time()
+        with self.write():
+            n = self.conn.execute(
+                "SELECT COUNT(*) FROM memories WHERE namespace = ? AND id IN (?, ?)",
+                (namespace, lo, hi)).fetchall()[0][0]
+            if n != 2:
+                return False
+            self.conn.execute(
+                "INSERT INTO links VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(a_id, b_id) DO UPDATE"
+                " SET strength = strength + excluded.strength, updated_at = excluded.updated_at",
+                (namespace, lo, hi, strength, origin, now, now),
+            )
+        return True
+
+    def unlink(self, namespace: str, a: str, b: str) -> bool:
+        lo, hi = sorted((a, b))
+        with self.write():
+            self.conn.execute(
+                "DELETE FROM links WHERE namespace = ? AND a_id = ? AND b_id = ?", (namespace, lo, hi)
+            )
+            return bool(self.conn.changes())
+
+    def links(self, namespace: str, ids: Sequence[str]) -> dict[str, list[Link]]:
+        out: dict[str, list[Link]] = {i: [] for i in ids}
+        if not ids:
+            return out
+        marks = ", ".join("?" * len(ids))
+        rows = self._query(
+            f"SELECT a_id, b_id, strength, origin FROM links WHERE namespace = ? AND"
+            f" (a_id IN ({marks}) OR b_id IN ({marks})) ORDER BY strength DESC",
+            (namespace, *ids, *ids),
+        )
+        for a, b, strength, origin in rows:
+            if a in out:
+                out[a].append(Link(b, strength, origin))
+            if b in out:
+                out[b].append(Link(a, strength, origin))
+        return out
+
+    # --- housekeeping --------------------------------------------------------------------------
+    def _has_table(self, name: str) -> bool:
+        return bool(self.conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchall())
+
+    def namespaces(self) -> list[str]:
+        return [r[0] for r in self._query("SELECT DISTINCT namespace FROM memories ORDER BY 1")]
+
+    def stats(self, namespace: str) -> StoreStats:
+        by_kind = dict(self._query(
+            "SELECT kind, COUNT(*) FROM memories WHERE namespace = ? AND valid_until IS NULL"
+            " GROUP BY kind ORDER BY kind", (namespace,)))
+        total, invalid, newest, oldest = self._query(
+            "SELECT COUNT(*), COUNT(valid_until), MAX(created_at), MIN(created_at) FROM memories"
+            " WHERE namespace = ?", (namespace,))[0]
+        links = self._query("SELECT COUNT(*) FROM links WHERE namespace = ?", (namespace,))[0][0]
+        size = None
+        if str(self.path) != ":memory:":
+            size = sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal"))
+                       if p.exists())
+        return StoreStats(
+            backend=self.backend, total=int(total) - int(invalid), by_kind=by_kind,
+            invalidated=int(invalid), links=int(links), newest=newest, oldest=oldest,
+            size_bytes=size, path=str(self.path),
+        )
+
+
+def _migrations() -> list[tuple[str, str]]:
+    pkg = resources.files("clawmemory.store") / "migrations"
+    files = sorted((p for p in pkg.iterdir() if p.name.endswith(".sql")), key=lambda p: p.name)
+    return [(p.name, p.read_text(encoding="utf-8")) for p in files]

@@ -1,0 +1,118 @@
+"""Input checks shared by every entry point, so the CLI, tools and API refuse the same things."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from clawmemory.errors import InvalidInputError
+
+__all__ = ["check_content", "check_key", "check_limit", "check_metadata", "check_namespace",
+           "check_tags", "check_time"]
+
+
+def _no_nul(value: str, what: str) -> None:
+    if "\x00" in value:
+        raise InvalidInputError(f"{what} contains a NUL byte")
+
+
+def check_content(content: Any, max_chars: int) -> str:
+    if not isinstance(content, str):
+        raise InvalidInputError(f"content must be text, not {type(content).__name__}")
+    _no_nul(content, "content")
+    if not content.strip():
+        raise InvalidInputError("content is empty")
+    if len(content) > max_chars:
+        raise InvalidInputError(
+            f"content is {len(content):,} characters; the limit is {max_chars:,}"
+            " (storage.max_content_chars). Store discrete memories, not documents."
+        )
+    return content
+
+
+def check_key(key: Any, max_chars: int) -> str | None:
+    if key is None:
+        return None
+    if not isinstance(key, str):
+        raise InvalidInputError(f"key must be text, not {type(key).__name__}")
+    _no_nul(key, "key")
+    key = key.strip()
+    if not key:
+        raise InvalidInputError("key is empty")
+    if len(key) > max_chars:
+        raise InvalidInputError(f"key is longer than {max_chars} characters")
+    return key
+
+
+def check_namespace(namespace: Any) -> str:
+    if not isinstance(namespace, str) or not namespace.strip():
+        raise InvalidInputError("namespace must be non-empty text")
+    _no_nul(namespace, "namespace")
+    if len(namespace) > 256:
+        raise InvalidInputError("namespace is longer than 256 characters")
+    return namespace.strip()
+
+
+def check_tags(tags: Iterable[Any] | str | None) -> tuple[str, ...]:
+    """Tags as a tuple of distinct, stripped strings; a comma-separated string is accepted (003)."""
+    if tags is None:
+        return ()
+    if isinstance(tags, str):
+        tags = tags.split(",")
+    out: dict[str, None] = {}
+    for tag in tags:
+        if not isinstance(tag, str):
+            raise InvalidInputError(f"tags must be text, got {type(tag).__name__}")
+        _no_nul(tag, "tag")
+        tag = tag.strip()
+        if tag:
+            out[tag] = None
+    return tuple(out)
+
+
+def check_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise InvalidInputError("metadata must be an object of key/value pairs")
+    try:
+        text = json.dumps(dict(metadata), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"metadata must be JSON-serialisable: {exc}") from exc
+    _no_nul(text, "metadata")
+    if any(not isinstance(k, str) for k in metadata):
+        raise InvalidInputError("metadata keys must be text")
+    result: dict[str, Any] = json.loads(text)
+    return result
+
+
+def check_limit(limit: Any, *, maximum: int = 1000, name: str = "limit") -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise InvalidInputError(f"{name} must be a positive integer")
+    return min(limit, maximum)
+
+
+def check_time(value: Any, what: str) -> float | None:
+    """Epoch seconds from a number, an ISO-8601 string, or a datetime; None stays None."""
+    from datetime import UTC, datetime
+
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        dt = value if value.tzinfo else value.replace(tzinfo=UTC)
+        return dt.timestamp()
+    if isinstance(value, bool):
+        raise InvalidInputError(f"{what} must be a time")
+    if isinstance(value, int | float):
+        if not math.isfinite(value):
+            raise InvalidInputError(f"{what} must be finite")
+        return float(value)
+    if isinstance(value, str):
+        try:
+            dt = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError as exc:
+            raise InvalidInputError(f"{what}: cannot read {value!r} as an ISO-8601 time") from exc
+        return (dt if dt.tzinfo else dt.replace(tzinfo=UTC)).timestamp()
+    raise InvalidInputError(f"{what} must be a time, not {type(value).__name__}")

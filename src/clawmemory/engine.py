@@ -14,7 +14,7 @@ from clawmemory.config import Settings, load_settings
 from clawmemory.errors import InvalidInputError, NotFoundError
 from clawmemory.model import Filter, Hit, MemoryRecord, kind_policy, normalize_kind
 from clawmemory.search.pipeline import RecallRequest, keyword_hits
-from clawmemory.snapshot import dump_snapshot, new_id, parse_snapshot
+from clawmemory.snapshot import ParsedSnapshot, dump_snapshot, new_id, parse_snapshot
 from clawmemory.store.base import ORDERS, Store
 from clawmemory.store.factory import open_store
 from clawmemory.validation import (
@@ -195,6 +195,71 @@ class Memory:
         """Remove this whole tenant: records, links, entities, history, archive."""
         return self.store_backend.delete_namespace(self.namespace)
 
+    # --- feedback and correction (003, 004) -----------------------------------------------------
+    def reinforce(self, id_or_key: str, weight: int | None = None) -> MemoryRecord:
+        """"This memory helped": score += reinforce_weight (3) and the recency clock resets (003)."""
+        w = self.settings.lifecycle.reinforce_weight if weight is None else weight
+        current = self.get(id_or_key)
+        updated = current.evolve(score=current.score + w, last_accessed=self.clock())
+        self.store_backend.replace(updated)
+        return updated
+
+    def demote(self, id_or_key: str, weight: int | None = None) -> MemoryRecord:
+        """"This memory is wrong or stale": score -= demote_weight (1) (003)."""
+        w = self.settings.lifecycle.demote_weight if weight is None else weight
+        current = self.get(id_or_key)
+        updated = current.evolve(score=current.score - w)
+        self.store_backend.replace(updated)
+        return updated
+
+    def confirm(self, id_or_key: str) -> MemoryRecord:
+        """Protect a memory for good: decay_rate 0, confidence 1 (004 confirm_fact)."""
+        current = self.get(id_or_key)
+        updated = current.evolve(decay_rate=0.0, confidence=1.0, updated_at=self.clock())
+        self.store_backend.replace(updated)
+        return updated
+
+    def correct(self, id_or_key: str, new_content: str, *, tags: Iterable[str] | str | None = None,
+                reason: str | None = None) -> MemoryRecord:
+        """Replace a memory with a corrected one (004 correct_fact). The old memory is
+        invalidated (``valid_until`` set, never deleted) and the new one ``supersedes`` it, so
+        the chain of corrections stays queryable (``history``). The key moves to the new one."""
+        old = self.get(id_or_key)
+        if not old.is_valid:
+            raise InvalidInputError(f"memory {old.id} was already corrected or invalidated")
+        now = self.clock()
+        meta = dict(old.metadata)
+        if reason:
+            meta["correction_reason"] = reason
+        new = self._new_record(
+            new_content, key=None, kind=old.kind,
+            tags=old.tags if tags is None else tags, metadata=meta,
+            session_id=old.session_id, event_time=old.event_time, source=old.source,
+            source_role=old.source_role, source_ids=(*old.source_ids, old.id),
+            confidence=1.0,
+        ).evolve(key=old.key, supersedes=old.id, score=old.score)
+        retired = old.evolve(valid_until=now, key=None, updated_at=now)
+        self.store_backend.replace(retired)
+        self.store_backend.put(new)
+        return new
+
+    def history(self, id_or_key: str) -> list[MemoryRecord]:
+        """The correction chain through this memory, oldest first."""
+        record = self.get(id_or_key)
+        chain = [record]
+        while chain[0].supersedes:
+            prev = self.store_backend.get(self.namespace, chain[0].supersedes)
+            if prev is None:
+                break
+            chain.insert(0, prev)
+        flt = Filter(include_invalid=True)
+        while True:
+            newer = [r for r in self.store_backend.list(self.namespace, flt, limit=10_000)
+                     if r.supersedes == chain[-1].id]
+            if not newer:
+                return chain
+            chain.append(newer[0])
+
     # --- reading -------------------------------------------------------------------------------
     def list(
         self,
@@ -304,6 +369,13 @@ class Memory:
         nothing: a malformed entry raises ImportFormatError and nothing is written."""
         parsed = parse_snapshot(text, namespace=self.namespace, now=self.clock(),
                                 max_chars=self.settings.storage.max_content_chars, source=source)
+        return self.import_records(parsed, dry_run=dry_run)
+
+    def import_records(self, parsed: ParsedSnapshot, *, dry_run: bool = False) -> ImportReport:
+        """Write already-validated records (and links between them) in one all-or-nothing
+        transaction, skipping ids and keys that already exist. Every importer ends here."""
+        parsed = ParsedSnapshot(
+            [r.evolve(namespace=self.namespace) for r in parsed.records], parsed.links)
         existing = {r.id for r in self.store_backend.get_many(
             self.namespace, [r.id for r in parsed.records])}
         fresh, seen = [], set(existing)

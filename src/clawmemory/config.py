@@ -24,7 +24,16 @@ from pydantic_settings import (
 
 from clawmemory.errors import ConfigError
 
-__all__ = ["Backend", "RecallSettings", "Settings", "StorageSettings", "default_home", "load_settings"]
+__all__ = [
+    "Backend",
+    "EmbedderSettings",
+    "EntitySettings",
+    "RecallSettings",
+    "Settings",
+    "StorageSettings",
+    "default_home",
+    "load_settings",
+]
 
 
 class Backend(StrEnum):
@@ -35,7 +44,7 @@ class Backend(StrEnum):
 
 
 def default_home() -> Path:
-    """Where clawmemory keeps its files when no path is given: ``$CLAWMEM_HOME`` or ~/.clawmemory."""
+    """Where clawmemory keeps its files when no path is given: $CLAWMEM_HOME or ~/.clawmemory."""
     return Path(os.environ.get("CLAWMEM_HOME") or Path.home() / ".clawmemory")
 
 
@@ -45,8 +54,34 @@ class StorageSettings(BaseModel):
     max_key_chars: int = 512
 
 
+class EmbedderSettings(BaseModel):
+    provider: str = "local"  # local | openai | ollama | none
+    model: str | None = None  # None = provider default (local: packaged all-MiniLM-L6-v2)
+    base_url: str | None = None
+    api_key: str | None = None  # openai; falls back to OPENAI_API_KEY
+    dimensions: int | None = None  # request reduced dimensions (OpenAI Matryoshka models)
+    batch_size: int = 64
+    query_cache_size: int = 1024  # LRU of query embeddings
+
+
+class EntitySettings(BaseModel):
+    enabled: bool = True
+    strategy: str = "fast"  # NER strategy on the write path (004: regex only = fast)
+
+
 class RecallSettings(BaseModel):
     limit: int = 5  # 000 recall_limit
+    mode: str = (
+        "auto"  # auto (hybrid when an embedder works, else keyword) | keyword | vector | hybrid
+    )
+    list_weights: dict[str, float] = Field(
+        default_factory=lambda: {"keyword": 1.0, "vector": 1.0, "entity": 0.5}
+    )
+    link_decay: float = 0.5  # a neighbour reached by depth=1 scores its parent's score × this
+    co_recall: bool = False  # 003 v2 co-recall links (off: see docs/benchmarks.md)
+    co_recall_increment: float = 0.1
+    co_recall_boost: float = 0.05
+    co_recall_max_boost: float = 0.2
     candidate_pool: int = 50  # candidates per list before re-ranking
     rrf_k: int = 60  # 002/004
     fusion: str = "rrf"  # "rrf" or "weighted" (000)
@@ -56,6 +91,7 @@ class RecallSettings(BaseModel):
     recency: str = "koshi"  # "koshi" (003: 1/(1+0.01*days)), "half-life" (000), "none"
     recency_per_day: float = 0.01  # 003
     recency_half_life_s: float = 0.0  # 000; 0 = disabled
+    stopwords: bool = True  # drop English function words from keyword queries (see sanitize.py)
     weight_key: float = 2.0  # 000: key matches weigh twice content matches
     weight_content: float = 1.0
     weight_tags: float = 1.5
@@ -90,6 +126,8 @@ class Settings(BaseSettings):
     storage: StorageSettings = Field(default_factory=StorageSettings)
     recall: RecallSettings = Field(default_factory=RecallSettings)
     lifecycle: LifecycleSettings = Field(default_factory=LifecycleSettings)
+    embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
+    entities: EntitySettings = Field(default_factory=EntitySettings)
 
     @classmethod
     def settings_customise_sources(

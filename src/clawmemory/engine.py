@@ -3,17 +3,19 @@ over this class; they translate arguments and errors and nothing more."""
 
 from __future__ import annotations
 
+import builtins
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from clawmemory.components import Components
 from clawmemory.config import Settings, load_settings
 from clawmemory.errors import InvalidInputError, NotFoundError
 from clawmemory.model import Filter, Hit, MemoryRecord, kind_policy, normalize_kind
-from clawmemory.search.pipeline import RecallRequest, keyword_hits
+from clawmemory.search.pipeline import RecallRequest, Retriever
 from clawmemory.snapshot import ParsedSnapshot, dump_snapshot, new_id, parse_snapshot
 from clawmemory.store.base import ORDERS, Store
 from clawmemory.store.factory import open_store
@@ -52,11 +54,21 @@ class Memory:
         *,
         namespace: str = "default",
         clock: Callable[[], float] = time.time,
+        embedder: Any = _UNSET,
+        components: Components | None = None,
     ) -> None:
+        """Wrap an open store. ``embedder``: an ``Embedder``, None for keyword recall only, or
+        omitted to build the one named in settings (lazily, on first use)."""
         self.store_backend = store
         self.settings = settings or Settings()
         self.namespace = check_namespace(namespace)
         self.clock = clock
+        self.components = components or Components(
+            store,
+            self.settings,
+            embedder=None if embedder is _UNSET else embedder,
+            embedder_given=embedder is not _UNSET,
+        )
 
     @classmethod
     def open(
@@ -67,20 +79,36 @@ class Memory:
         backend: str | None = None,
         settings: Settings | None = None,
         clock: Callable[[], float] = time.time,
+        embedder: Any = _UNSET,
     ) -> Memory:
         """Open (creating if needed) a memory store. With no path, the default location under
         the user's home (``~/.clawmemory/memory.db``) or ``CLAWMEM_DB`` is used."""
         if settings is None:
             settings = load_settings(db=path, namespace=namespace, backend=backend)
         else:
-            updates = {k: v for k, v in (("db", path), ("namespace", namespace),
-                                         ("backend", backend)) if v is not None}
+            updates = {
+                k: v
+                for k, v in (("db", path), ("namespace", namespace), ("backend", backend))
+                if v is not None
+            }
             settings = settings.model_copy(update=updates)
-        return cls(open_store(settings), settings, namespace=settings.namespace, clock=clock)
+        return cls(
+            open_store(settings),
+            settings,
+            namespace=settings.namespace,
+            clock=clock,
+            embedder=embedder,
+        )
 
     def with_namespace(self, namespace: str) -> Memory:
-        """The same store seen as another tenant."""
-        return Memory(self.store_backend, self.settings, namespace=namespace, clock=self.clock)
+        """The same store (and the same loaded embedder) seen as another tenant."""
+        return Memory(
+            self.store_backend,
+            self.settings,
+            namespace=namespace,
+            clock=self.clock,
+            components=self.components,
+        )
 
     def close(self) -> None:
         self.store_backend.close()
@@ -89,7 +117,9 @@ class Memory:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
         self.close()
@@ -113,12 +143,74 @@ class Memory:
         """Store a memory and return its id. With a ``key`` that already exists in this
         namespace, that memory is updated in place (upsert — 000) and keeps its id."""
         record = self._new_record(
-            content, key=key, kind=kind, tags=tags, metadata=metadata, session_id=session_id,
-            event_time=event_time, source=source, source_role=source_role,
-            source_ids=source_ids, confidence=confidence,
+            content,
+            key=key,
+            kind=kind,
+            tags=tags,
+            metadata=metadata,
+            session_id=session_id,
+            event_time=event_time,
+            source=source,
+            source_role=source_role,
+            source_ids=source_ids,
+            confidence=confidence,
         )
+        vectors = self.components.embed_documents([record])  # outside any lock (000)
         stored, _ = self.store_backend.put(record)
+        self._index([stored], dict(vectors))
         return stored.id
+
+    def store_many(
+        self, items: Iterable[Mapping[str, Any]], *, batch_size: int | None = None
+    ) -> builtins.list[str]:
+        """Store many memories (each a mapping of ``store()``'s arguments, ``content``
+        required). Embeddings are computed in batches; each batch is one transaction."""
+        ids: builtins.list[str] = []
+        size = batch_size or max(self.settings.embedder.batch_size, 256)
+        batch: builtins.list[MemoryRecord] = []
+        for item in items:
+            fields = {
+                "key": None,
+                "kind": "fact",
+                "tags": (),
+                "metadata": None,
+                "session_id": None,
+                "event_time": None,
+                "source": None,
+                "source_role": None,
+                "source_ids": (),
+                "confidence": 1.0,
+                **item,
+            }
+            batch.append(self._new_record(fields.pop("content"), **fields))
+            if len(batch) >= size:
+                ids.extend(self._store_batch(batch))
+                batch = []
+        ids.extend(self._store_batch(batch))
+        return ids
+
+    def _store_batch(self, records: builtins.list[MemoryRecord]) -> builtins.list[str]:
+        if not records:
+            return []
+        vectors = dict(self.components.embed_documents(records))
+        results = self.store_backend.put_many(records, skip_existing_keys=False)
+        stored = [r for r, _ in results]
+        self._index(
+            stored,
+            {s.id: vectors[r.id] for r, s in zip(records, stored, strict=True) if r.id in vectors},
+        )
+        return [r.id for r in stored]
+
+    def _index(self, records: Sequence[MemoryRecord], vectors: Mapping[str, Any]) -> None:
+        """Derived indexes of freshly written records: vectors and entity links."""
+        store = self.components.vectors()
+        if store is not None and vectors:
+            store.upsert(self.namespace, list(vectors.items()))
+        layer = self.components.entity_layer()
+        if layer is not None:
+            index, ner = layer
+            for r in records:
+                index.link_mentions(self.namespace, r.id, ner.extract(r.content))
 
     def _new_record(self, content: str, **fields: Any) -> MemoryRecord:
         cfg = self.settings.storage
@@ -146,8 +238,9 @@ class Memory:
         """The memory with this id or key; raises NotFoundError."""
         record = self.store_backend.get(self.namespace, str(id_or_key))
         if record is None:
-            raise NotFoundError(f"no memory with id or key {id_or_key!r}"
-                                f" in namespace {self.namespace!r}")
+            raise NotFoundError(
+                f"no memory with id or key {id_or_key!r} in namespace {self.namespace!r}"
+            )
         return record
 
     def update(
@@ -181,7 +274,14 @@ class Memory:
         if event_time is not _UNSET:
             changes["event_time"] = check_time(event_time, "event_time")
         updated = current.evolve(**changes)
+        vectors = (
+            self.components.embed_documents([updated])
+            if "content" in changes or "key" in changes
+            else []
+        )
         self.store_backend.replace(updated)
+        if "content" in changes:
+            self._index([updated], dict(vectors))
         return updated
 
     def forget(self, id_or_key: str) -> MemoryRecord:
@@ -189,7 +289,17 @@ class Memory:
         vectors). Returns the deleted record; raises NotFoundError."""
         record = self.get(id_or_key)
         self.store_backend.delete(self.namespace, [record.id])
+        self._unindex([record.id])
         return record
+
+    def _unindex(self, ids: Sequence[str]) -> None:
+        vectors = self.components.loaded_vectors()  # never load a model just to forget
+        if vectors is not None:
+            vectors.forget(self.namespace, ids)
+        layer = self.components.entity_layer()
+        if layer is not None:
+            for mid in ids:
+                layer[0].unlink_memory(self.namespace, mid)
 
     def forget_namespace(self) -> int:
         """Remove this whole tenant: records, links, entities, history, archive."""
@@ -197,7 +307,7 @@ class Memory:
 
     # --- feedback and correction (003, 004) -----------------------------------------------------
     def reinforce(self, id_or_key: str, weight: int | None = None) -> MemoryRecord:
-        """"This memory helped": score += reinforce_weight (3) and the recency clock resets (003)."""
+        """Mark as useful: score += reinforce_weight (3) and the recency clock resets (003)."""
         w = self.settings.lifecycle.reinforce_weight if weight is None else weight
         current = self.get(id_or_key)
         updated = current.evolve(score=current.score + w, last_accessed=self.clock())
@@ -205,7 +315,7 @@ class Memory:
         return updated
 
     def demote(self, id_or_key: str, weight: int | None = None) -> MemoryRecord:
-        """"This memory is wrong or stale": score -= demote_weight (1) (003)."""
+        """Mark as wrong or stale: score -= demote_weight (1) (003)."""
         w = self.settings.lifecycle.demote_weight if weight is None else weight
         current = self.get(id_or_key)
         updated = current.evolve(score=current.score - w)
@@ -219,8 +329,14 @@ class Memory:
         self.store_backend.replace(updated)
         return updated
 
-    def correct(self, id_or_key: str, new_content: str, *, tags: Iterable[str] | str | None = None,
-                reason: str | None = None) -> MemoryRecord:
+    def correct(
+        self,
+        id_or_key: str,
+        new_content: str,
+        *,
+        tags: Iterable[str] | str | None = None,
+        reason: str | None = None,
+    ) -> MemoryRecord:
         """Replace a memory with a corrected one (004 correct_fact). The old memory is
         invalidated (``valid_until`` set, never deleted) and the new one ``supersedes`` it, so
         the chain of corrections stays queryable (``history``). The key moves to the new one."""
@@ -232,18 +348,26 @@ class Memory:
         if reason:
             meta["correction_reason"] = reason
         new = self._new_record(
-            new_content, key=None, kind=old.kind,
-            tags=old.tags if tags is None else tags, metadata=meta,
-            session_id=old.session_id, event_time=old.event_time, source=old.source,
-            source_role=old.source_role, source_ids=(*old.source_ids, old.id),
+            new_content,
+            key=None,
+            kind=old.kind,
+            tags=old.tags if tags is None else tags,
+            metadata=meta,
+            session_id=old.session_id,
+            event_time=old.event_time,
+            source=old.source,
+            source_role=old.source_role,
+            source_ids=(*old.source_ids, old.id),
             confidence=1.0,
         ).evolve(key=old.key, supersedes=old.id, score=old.score)
         retired = old.evolve(valid_until=now, key=None, updated_at=now)
+        vectors = self.components.embed_documents([new])
         self.store_backend.replace(retired)
         self.store_backend.put(new)
+        self._index([new], dict(vectors))
         return new
 
-    def history(self, id_or_key: str) -> list[MemoryRecord]:
+    def history(self, id_or_key: str) -> builtins.list[MemoryRecord]:
         """The correction chain through this memory, oldest first."""
         record = self.get(id_or_key)
         chain = [record]
@@ -254,8 +378,11 @@ class Memory:
             chain.insert(0, prev)
         flt = Filter(include_invalid=True)
         while True:
-            newer = [r for r in self.store_backend.list(self.namespace, flt, limit=10_000)
-                     if r.supersedes == chain[-1].id]
+            newer = [
+                r
+                for r in self.store_backend.list(self.namespace, flt, limit=10_000)
+                if r.supersedes == chain[-1].id
+            ]
             if not newer:
                 return chain
             chain.append(newer[0])
@@ -273,23 +400,40 @@ class Memory:
         limit: int = 50,
         offset: int = 0,
         order: str = "newest",
-    ) -> list[MemoryRecord]:
+    ) -> builtins.list[MemoryRecord]:
         if order not in ORDERS:
             raise InvalidInputError(f"order must be one of {', '.join(ORDERS)}")
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise InvalidInputError("offset must be a non-negative integer")
-        flt = Filter.build(kind=kind, tags=check_tags(tags), session_id=session_id,
-                           metadata=check_metadata(metadata), source=source,
-                           include_invalid=include_invalid)
-        return self.store_backend.list(self.namespace, flt, limit=check_limit(limit, maximum=10_000),
-                                       offset=offset, order=order)
+        flt = Filter.build(
+            kind=kind,
+            tags=check_tags(tags),
+            session_id=session_id,
+            metadata=check_metadata(metadata),
+            source=source,
+            include_invalid=include_invalid,
+        )
+        return self.store_backend.list(
+            self.namespace,
+            flt,
+            limit=check_limit(limit, maximum=10_000),
+            offset=offset,
+            order=order,
+        )
 
-    def count(self, *, kind: str | Iterable[str] | None = None, include_invalid: bool = False,
-              **filters: Any) -> int:
+    def count(
+        self,
+        *,
+        kind: str | Iterable[str] | None = None,
+        include_invalid: bool = False,
+        **filters: Any,
+    ) -> int:
         flt = Filter.build(kind=kind, include_invalid=include_invalid, **filters)
         return self.store_backend.count(self.namespace, flt)
 
-    def search_by_metadata(self, key: str, value: Any, *, limit: int = 100) -> list[MemoryRecord]:
+    def search_by_metadata(
+        self, key: str, value: Any, *, limit: int = 100
+    ) -> builtins.list[MemoryRecord]:
         """Memories whose ``metadata[key] == value`` (001 SearchByMetadata)."""
         return self.list(metadata={key: value}, limit=limit)
 
@@ -304,28 +448,92 @@ class Memory:
         exclude_session_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         include_invalid: bool = False,
+        mode: str | None = None,
+        depth: int = 0,
         touch: bool = True,
-    ) -> list[Hit]:
+    ) -> builtins.list[Hit]:
         """The memories most relevant to ``query``, best first, each with its explanation.
 
+        ``mode``: "keyword" (BM25), "vector" (embeddings), "hybrid" (keyword + vector + entity
+        lists fused), or None for the configured default ("auto": hybrid when an embedder
+        works, else keyword). ``depth=1`` adds the linked neighbours of the hits (000).
         Recall counts as access: ``last_accessed`` and ``access_count`` are updated (``touch``).
         """
         if not isinstance(query, str):
             raise InvalidInputError("query must be text")
         limit = check_limit(limit if limit is not None else self.settings.recall.limit)
+        if isinstance(depth, bool) or not isinstance(depth, int) or not 0 <= depth <= 3:
+            raise InvalidInputError("depth must be 0, 1, 2 or 3")
         if not query.strip():
             return []  # 000: empty queries return immediately
-        flt = Filter.build(kind=kind, tags=check_tags(tags), session_id=session_id,
-                           exclude_session_id=exclude_session_id,
-                           metadata=check_metadata(metadata), include_invalid=include_invalid)
+        flt = Filter.build(
+            kind=kind,
+            tags=check_tags(tags),
+            session_id=session_id,
+            exclude_session_id=exclude_session_id,
+            metadata=check_metadata(metadata),
+            include_invalid=include_invalid,
+        )
         now = self.clock()
-        req = RecallRequest(self.namespace, query, limit, flt, now)
-        hits = keyword_hits(self.store_backend, req, self.settings.recall)
+        req = RecallRequest(self.namespace, query, limit, flt, now, self._mode(mode), depth)
+        hits = self._retriever().recall(req)
         if touch and hits:
-            self.store_backend.touch(self.namespace, [h.memory.id for h in hits], now)
-            hits = [Hit(h.memory.evolve(last_accessed=now, access_count=h.memory.access_count + 1),
-                        h.score, h.explain) for h in hits]
+            self._after_recall(hits, now)
+            hits = [
+                Hit(
+                    h.memory.evolve(last_accessed=now, access_count=h.memory.access_count + 1),
+                    h.score,
+                    h.explain,
+                )
+                for h in hits
+            ]
         return hits
+
+    def _mode(self, mode: str | None) -> str:
+        mode = (mode or self.settings.recall.mode).lower()
+        if mode not in ("auto", "keyword", "vector", "hybrid"):
+            raise InvalidInputError("mode must be keyword, vector, hybrid or auto")
+        if mode == "keyword":
+            return mode
+        available = self.components.vectors() is not None
+        if mode == "auto":
+            return "hybrid" if available else "keyword"
+        if not available:
+            raise InvalidInputError(
+                f"{mode} recall needs vectors: {self.components.vector_status()}"
+            )
+        return mode
+
+    def _retriever(self) -> Retriever:
+        vectors = self.components.vectors()
+        return Retriever(
+            self.store_backend,
+            self.settings.recall,
+            vectors=vectors,
+            embed_query=self.components.embed_query if vectors is not None else None,
+            entity_search=self._entity_search if self.components.entity_layer() else None,
+        )
+
+    def _entity_search(
+        self, namespace: str, query: str, limit: int
+    ) -> builtins.list[tuple[str, str, float]]:
+        layer = self.components.entity_layer()
+        if layer is None:
+            return []
+        index, ner = layer
+        names = [m.text for m in ner.extract(query)]
+        return list(index.search(namespace, names, limit)) if names else []
+
+    def _after_recall(self, hits: Sequence[Hit], now: float) -> None:
+        """Side effects of a recall: access bookkeeping and (003 v2) co-recall links."""
+        ids = [h.memory.id for h in hits]
+        self.store_backend.touch(self.namespace, ids, now)
+        if self.settings.recall.co_recall:
+            top = ids[:5]
+            inc = self.settings.recall.co_recall_increment
+            for i, a in enumerate(top):
+                for b in top[i + 1 :]:
+                    self.store_backend.link(self.namespace, a, b, strength=inc, origin="co-recall")
 
     # --- graph (000) ---------------------------------------------------------------------------
     def link(self, a: str, b: str, *, strength: float = 1.0, origin: str = "manual") -> bool:
@@ -334,8 +542,9 @@ class Memory:
         rb = self.store_backend.get(self.namespace, b)
         if ra is None or rb is None:
             return False
-        return self.store_backend.link(self.namespace, ra.id, rb.id, strength=strength,
-                                       origin=origin)
+        return self.store_backend.link(
+            self.namespace, ra.id, rb.id, strength=strength, origin=origin
+        )
 
     def unlink(self, a: str, b: str) -> bool:
         ra = self.store_backend.get(self.namespace, a)
@@ -344,7 +553,7 @@ class Memory:
             return False
         return self.store_backend.unlink(self.namespace, ra.id, rb.id)
 
-    def neighbors(self, id_or_key: str, limit: int = 10) -> list[MemoryRecord]:
+    def neighbors(self, id_or_key: str, limit: int = 10) -> builtins.list[MemoryRecord]:
         """Memories linked to this one, strongest link first."""
         record = self.get(id_or_key)
         links = self.store_backend.links(self.namespace, [record.id])[record.id]
@@ -355,41 +564,55 @@ class Memory:
     def export_snapshot(self) -> str:
         """Every memory of this namespace as JSON (embeddings excluded). Lossless with
         ``import_snapshot``."""
-        records: list[MemoryRecord] = []
+        records: builtins.list[MemoryRecord] = []
         flt = Filter(include_invalid=True)
-        while batch := self.store_backend.list(self.namespace, flt, limit=5000,
-                                               offset=len(records), order="oldest"):
+        while batch := self.store_backend.list(
+            self.namespace, flt, limit=5000, offset=len(records), order="oldest"
+        ):
             records.extend(batch)
         links = self.store_backend.links(self.namespace, [r.id for r in records])
         return dump_snapshot(self.namespace, records, links)
 
-    def import_snapshot(self, text: str, *, source: str = "<snapshot>",
-                        dry_run: bool = False) -> ImportReport:
+    def import_snapshot(
+        self, text: str, *, source: str = "<snapshot>", dry_run: bool = False
+    ) -> ImportReport:
         """Import a snapshot; entries whose key or id already exists are skipped. All or
         nothing: a malformed entry raises ImportFormatError and nothing is written."""
-        parsed = parse_snapshot(text, namespace=self.namespace, now=self.clock(),
-                                max_chars=self.settings.storage.max_content_chars, source=source)
+        parsed = parse_snapshot(
+            text,
+            namespace=self.namespace,
+            now=self.clock(),
+            max_chars=self.settings.storage.max_content_chars,
+            source=source,
+        )
         return self.import_records(parsed, dry_run=dry_run)
 
     def import_records(self, parsed: ParsedSnapshot, *, dry_run: bool = False) -> ImportReport:
         """Write already-validated records (and links between them) in one all-or-nothing
         transaction, skipping ids and keys that already exist. Every importer ends here."""
         parsed = ParsedSnapshot(
-            [r.evolve(namespace=self.namespace) for r in parsed.records], parsed.links)
-        existing = {r.id for r in self.store_backend.get_many(
-            self.namespace, [r.id for r in parsed.records])}
+            [r.evolve(namespace=self.namespace) for r in parsed.records], parsed.links
+        )
+        existing = {
+            r.id
+            for r in self.store_backend.get_many(self.namespace, [r.id for r in parsed.records])
+        }
         fresh, seen = [], set(existing)
         for r in parsed.records:
             if r.id not in seen:
                 seen.add(r.id)
                 fresh.append(r)
         if dry_run:
-            return ImportReport(created=len(fresh), skipped=len(parsed.records) - len(fresh),
-                                links=len(parsed.links))
+            return ImportReport(
+                created=len(fresh),
+                skipped=len(parsed.records) - len(fresh),
+                links=len(parsed.links),
+            )
         results = self.store_backend.put_many(fresh, skip_existing_keys=True, links=parsed.links)
         created = sum(1 for _, was_created in results if was_created)
-        return ImportReport(created=created, skipped=len(parsed.records) - created,
-                            links=len(parsed.links))
+        return ImportReport(
+            created=created, skipped=len(parsed.records) - created, links=len(parsed.links)
+        )
 
     # --- introspection -------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
@@ -405,5 +628,42 @@ class Memory:
             "newest": s.newest,
             "oldest": s.oldest,
             "size_bytes": s.size_bytes,
-            "recall": "keyword (no embedder configured)",
+            "vectors": self.components.vector_status(),
         }
+
+    # --- vectors -------------------------------------------------------------------------------
+    def reindex(
+        self, *, progress: Callable[[int, int], None] | None = None, batch_size: int = 256
+    ) -> int:
+        """Drop every stored vector and embed all memories of this namespace again with the
+        current embedder (after a model change). Returns how many were embedded."""
+        vectors = self.components.reset_vectors()
+        total = self.store_backend.count(self.namespace, Filter(include_invalid=True))
+        return self._embed_missing(vectors, total, progress, batch_size)
+
+    def backfill(
+        self, *, progress: Callable[[int, int], None] | None = None, batch_size: int = 256
+    ) -> int:
+        """Embed the memories that have no vector yet (e.g. stored while no embedder worked)."""
+        vectors = self.components.vectors()
+        if vectors is None:
+            raise InvalidInputError(self.components.vector_status())
+        total = self.store_backend.count(self.namespace, Filter(include_invalid=True))
+        return self._embed_missing(
+            vectors, total - vectors.count(self.namespace), progress, batch_size
+        )
+
+    def _embed_missing(
+        self, vectors: Any, total: int, progress: Callable[[int, int], None] | None, batch_size: int
+    ) -> int:
+        done = 0
+        while ids := vectors.missing(self.namespace, batch_size):
+            records = self.store_backend.get_many(self.namespace, ids)
+            embedded = self.components.embed_documents(records)
+            vectors.upsert(self.namespace, embedded)
+            done += len(records)
+            if progress:
+                progress(done, max(total, done))
+            if len(embedded) < len(ids):  # nothing could be embedded: stop instead of spinning
+                break
+        return done

@@ -1,23 +1,38 @@
-"""The retrieval pipeline: candidates -> ranking factors -> explained hits.
+"""The retrieval pipeline: candidate lists -> fusion -> ranking factors -> links -> explained hits.
 
-Candidates come from the store's full-text index (BM25), falling back to substring matching
-(000) when the index finds nothing. Each hit's explanation records the list it came from, its
-rank and raw relevance there, every factor, and the final score.
+Candidate lists, each best first:
+
+* ``keyword``: the store's full-text index (BM25), or substring matching when the index finds
+  nothing (000's LIKE fallback);
+* ``vector``: nearest neighbours of the query embedding (when an embedder is configured);
+* ``entity``: memories linked to entities named in the query (004).
+
+Fusion is RRF (``Σ w_list / (k + rank)``, k = 60 — 002/004) or 000's weighted mode
+(``0.4 × bm25/max_bm25 + 0.6 × (cosine + 1)/2``). A single list keeps its own relevance. The
+fused score is multiplied by the ranking factors (reinforcement, recency, confidence, and the
+co-recall boost when enabled); ``depth=1`` then follows links one hop (000).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
 
 from clawmemory.config import RecallSettings
 from clawmemory.model import Explanation, Filter, Hit
 from clawmemory.search.ranking import factors
-from clawmemory.search.sanitize import like_tokens, sanitize_terms
-from clawmemory.store.base import Store, TextHit
+from clawmemory.search.sanitize import content_terms, like_tokens, sanitize_terms
+from clawmemory.store.base import RankInfo, Store
+from clawmemory.store.memory import stem, tokenize
+from clawmemory.vectors.base import VectorStore
 
-__all__ = ["RecallRequest", "keyword_hits"]
+__all__ = ["Candidates", "RecallRequest", "Retriever"]
+
+EntitySearch = Callable[[str, str, int], list[tuple[str, str, float]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,59 +42,246 @@ class RecallRequest:
     limit: int
     flt: Filter
     now: float
+    mode: str = "keyword"  # keyword | vector | hybrid
+    depth: int = 0
 
 
-def keyword_hits(store: Store, req: RecallRequest, cfg: RecallSettings) -> list[Hit]:
-    """Keyword recall: BM25 candidates (or the LIKE fallback), re-ranked by the factors."""
-    pool = max(cfg.candidate_pool, req.limit * 4)
-    terms = sanitize_terms(req.query)
-    candidates = store.keyword_search(req.namespace, terms, req.flt, limit=pool) if terms else []
-    via = None
-    if not candidates:
+@dataclass
+class Candidates:
+    """One ranked candidate list: (ranking fields, raw relevance) best first."""
+
+    name: str
+    measure: str
+    items: list[tuple[RankInfo, float]] = field(default_factory=list)
+    via: str | None = None
+    detail: dict[str, str] = field(default_factory=dict)  # per-id note (matched entity)
+
+
+@dataclass
+class _Fused:
+    info: RankInfo
+    score: float = 0.0
+    lists: dict[str, dict[str, float]] = field(default_factory=dict)
+    via: str | None = None
+
+
+class Retriever:
+    def __init__(
+        self,
+        store: Store,
+        cfg: RecallSettings,
+        *,
+        vectors: VectorStore | None = None,
+        embed_query: Callable[[str], npt.NDArray[np.float32]] | None = None,
+        entity_search: EntitySearch | None = None,
+    ) -> None:
+        self.store = store
+        self.cfg = cfg
+        self.vectors = vectors
+        self.embed_query = embed_query
+        self.entity_search = entity_search
+
+    # --- candidate lists -----------------------------------------------------------------------
+    def keyword(self, req: RecallRequest, pool: int) -> tuple[Candidates, list[str]]:
+        terms = sanitize_terms(req.query)
+        if self.cfg.stopwords:
+            terms = content_terms(terms)
+        hits = self.store.keyword_search(req.namespace, terms, req.flt, limit=pool) if terms else []
+        if hits:
+            return Candidates("keyword", "bm25", [(h.info, h.relevance) for h in hits]), terms
         tokens = like_tokens(req.query)
-        candidates = store.like_search(req.namespace, tokens, req.flt, limit=pool)
-        via = "like-fallback"
-        terms = tokens
-    hits = _rank(candidates, "keyword", via, req.now, cfg)[: req.limit]
-    return _with_matched_terms(store, req.namespace, hits, terms, via)
-
-
-def _rank(
-    candidates: Sequence[TextHit], list_name: str, via: str | None, now: float,
-    cfg: RecallSettings,
-) -> list[Hit]:
-    measure = "bm25" if via is None else "tokens_found"
-    hits = []
-    for rank, cand in enumerate(candidates, start=1):
-        f = factors(cand.record, now, cfg)
-        final = cand.relevance * math.prod(f.values())
-        explain = Explanation(
-            lists={list_name: {"rank": rank, measure: round(cand.relevance, 6)}},
-            fused=cand.relevance, factors=f, via=via, final=final,
+        hits = self.store.like_search(req.namespace, tokens, req.flt, limit=pool)
+        return (
+            Candidates(
+                "keyword",
+                "tokens_found",
+                [(h.info, h.relevance) for h in hits],
+                via="like-fallback",
+            ),
+            tokens,
         )
-        hits.append(Hit(cand.record, final, explain))
-    hits.sort(key=lambda h: h.score, reverse=True)
-    return hits
+
+    def vector(self, req: RecallRequest, qv: npt.NDArray[np.float32], pool: int) -> Candidates:
+        assert self.vectors is not None
+        found = self.vectors.search(req.namespace, qv, pool * 2)
+        items = self._records(req, found, pool)
+        if len(items) < req.limit and _restrictive(req.flt):
+            # The filter removed most neighbours: search again among the allowed ids only.
+            allowed = [r.id for r in self.store.list(req.namespace, req.flt, limit=100_000)]
+            items = self._records(
+                req, self.vectors.search(req.namespace, qv, pool, allowed=allowed), pool
+            )
+        return Candidates("vector", "cosine", items)
+
+    def entity(self, req: RecallRequest, pool: int) -> Candidates:
+        assert self.entity_search is not None
+        found = self.entity_search(req.namespace, req.query, pool * 2)
+        items = self._records(req, [(mid, score) for mid, _, score in found], pool)
+        return Candidates("entity", "entities", items, detail={mid: name for mid, name, _ in found})
+
+    def _records(
+        self, req: RecallRequest, scored: Sequence[tuple[str, float]], pool: int
+    ) -> list[tuple[RankInfo, float]]:
+        infos = self.store.rank_info(req.namespace, [i for i, _ in scored], req.flt)
+        return [(infos[i], s) for i, s in scored if i in infos][:pool]
+
+    # --- the whole pipeline --------------------------------------------------------------------
+    def recall(self, req: RecallRequest) -> list[Hit]:
+        pool = max(self.cfg.candidate_pool, req.limit * 4)
+        lists: list[Candidates] = []
+        terms: list[str] = []
+        qv = None
+        if req.mode in ("keyword", "hybrid"):
+            kw, terms = self.keyword(req, pool)
+            lists.append(kw)
+        if req.mode in ("vector", "hybrid") and self.vectors is not None and self.embed_query:
+            qv = self.embed_query(req.query)
+            lists.append(self.vector(req, qv, pool))
+        if req.mode == "hybrid" and self.entity_search is not None:
+            lists.append(self.entity(req, pool))
+        fused = self._fuse(lists, req, qv)
+        hits = self._materialise(self._rank(fused, req)[: req.limit], req.namespace)
+        if req.depth > 0:
+            hits = hits + self._neighbours(hits, req)
+        return self._with_matched_terms(hits, terms, lists)
+
+    def _fuse(
+        self, lists: list[Candidates], req: RecallRequest, qv: npt.NDArray[np.float32] | None
+    ) -> dict[str, _Fused]:
+        fused: dict[str, _Fused] = {}
+        active = [c for c in lists if c.items]
+        for c in active:
+            for rank, (cand, raw) in enumerate(c.items, start=1):
+                f = fused.setdefault(cand.id, _Fused(cand))
+                f.lists[c.name] = {"rank": rank, c.measure: round(raw, 6)}
+                if c.via:
+                    f.via = c.via
+        if qv is not None and self.vectors is not None:  # cosine for every candidate, to explain
+            sims = self.vectors.similarities(req.namespace, qv, list(fused))
+            for mid, sim in sims.items():
+                fused[mid].lists.setdefault("vector", {})["cosine"] = round(sim, 6)
+        if len(active) == 1 and len(lists) == 1:
+            for f in fused.values():
+                raw = f.lists[active[0].name][active[0].measure]
+                f.score = (raw + 1) / 2 if active[0].measure == "cosine" else raw
+        elif self.cfg.fusion == "weighted":
+            self._weighted(fused)
+        else:
+            self._rrf(fused)
+        return fused
+
+    def _rrf(self, fused: dict[str, _Fused]) -> None:
+        k, weights = self.cfg.rrf_k, self.cfg.list_weights
+        for f in fused.values():
+            f.score = sum(
+                weights.get(name, 1.0) / (k + info["rank"])
+                for name, info in f.lists.items()
+                if "rank" in info
+            )
+
+    def _weighted(self, fused: dict[str, _Fused]) -> None:
+        top = max(
+            (f.lists.get("keyword", {}).get("bm25", 0.0) for f in fused.values()), default=0.0
+        )
+        for f in fused.values():
+            text = f.lists.get("keyword", {}).get("bm25", 0.0) / top if top > 0 else 0.0
+            cos = f.lists.get("vector", {}).get("cosine")
+            vec = (cos + 1) / 2 if cos is not None else 0.0  # 000: no embedding -> 0
+            f.score = self.cfg.text_weight * text + self.cfg.vector_weight * vec
+
+    def _rank(
+        self, fused: dict[str, _Fused], req: RecallRequest
+    ) -> list[tuple[str, float, Explanation]]:
+        boosts = self._co_recall_boosts(fused, req) if self.cfg.co_recall else {}
+        ranked = []
+        for mid, f in fused.items():
+            fs = factors(f.info, req.now, self.cfg)
+            if mid in boosts:
+                fs["co_recall"] = boosts[mid]
+            final = f.score * math.prod(fs.values())
+            explain = Explanation(lists=f.lists, fused=f.score, factors=fs, via=f.via, final=final)
+            ranked.append((mid, final, explain))
+        ranked.sort(key=lambda t: (-t[1], t[0]))
+        return ranked
+
+    def _materialise(
+        self, ranked: list[tuple[str, float, Explanation]], namespace: str
+    ) -> list[Hit]:
+        records = {r.id: r for r in self.store.get_many(namespace, [m for m, _, _ in ranked])}
+        return [Hit(records[m], s, e) for m, s, e in ranked if m in records]
+
+    def _co_recall_boosts(self, fused: dict[str, _Fused], req: RecallRequest) -> dict[str, float]:
+        """003 v2: memories often recalled together lift each other, boundedly."""
+        top = sorted(fused, key=lambda m: -fused[m].score)[: req.limit * 2]
+        links = self.store.links(req.namespace, top)
+        present = set(top)
+        out = {}
+        for mid in top:
+            total = sum(
+                lk.strength
+                for lk in links[mid]
+                if lk.origin == "co-recall" and lk.other_id in present
+            )
+            if total > 0:
+                out[mid] = 1 + min(self.cfg.co_recall_max_boost, self.cfg.co_recall_boost * total)
+        return out
+
+    def _neighbours(self, hits: list[Hit], req: RecallRequest) -> list[Hit]:
+        """000 depth=1: follow each hit's links one hop, skipping what is already there."""
+        seen = {h.memory.id for h in hits}
+        links = self.store.links(req.namespace, list(seen))
+        wanted: dict[str, tuple[Hit, float]] = {}
+        for h in hits:
+            for lk in links.get(h.memory.id, []):
+                if lk.other_id not in seen and lk.other_id not in wanted:
+                    wanted[lk.other_id] = (h, lk.strength)
+        allowed = self.store.rank_info(req.namespace, list(wanted), req.flt)
+        out = []
+        for r in self.store.get_many(req.namespace, list(allowed)):
+            parent, strength = wanted[r.id]
+            score = parent.score * self.cfg.link_decay
+            explain = Explanation(
+                lists={"link": {"strength": strength}},
+                fused=parent.score,
+                factors={"link_decay": self.cfg.link_decay},
+                via=f"link:{parent.memory.id}",
+                final=score,
+            )
+            out.append(Hit(r, score, explain))
+        out.sort(key=lambda h: -h.score)
+        return out[: req.limit]
+
+    def _with_matched_terms(
+        self, hits: list[Hit], terms: Sequence[str], lists: Sequence[Candidates]
+    ) -> list[Hit]:
+        """Which query words each hit contains, stem-aware (for the explanation)."""
+        if not hits:
+            return hits
+        fallback = any(c.via == "like-fallback" for c in lists)
+        entity_names = next((c.detail for c in lists if c.name == "entity"), {})
+        out = []
+        for h in hits:
+            r = h.memory
+            if fallback:
+                text = f"{r.content} {r.key or ''}".lower()
+                words = [t for t in terms if t in text]
+            else:
+                stems = set(
+                    tokenize(f"{r.key or ''} {r.content} {' '.join(r.tags)} {r.source or ''}")
+                )
+                words = [t for t in terms if stem(t) in stems]
+            if r.id in entity_names and "entity" in h.explain.lists:
+                words.append(f"entity:{entity_names[r.id]}")
+            e = h.explain
+            out.append(
+                Hit(
+                    r,
+                    h.score,
+                    Explanation(tuple(words), e.lists, e.fused, e.factors, e.via, e.final),
+                )
+            )
+        return out
 
 
-def _with_matched_terms(
-    store: Store, namespace: str, hits: list[Hit], terms: Sequence[str], via: str | None
-) -> list[Hit]:
-    if not hits or not terms:
-        return hits
-    ids = [h.memory.id for h in hits]
-    if via is None:
-        matched = store.matched_terms(namespace, ids, terms)
-    else:
-        matched = {
-            h.memory.id: [t for t in terms
-                          if t in h.memory.content.lower() or t in (h.memory.key or "").lower()]
-            for h in hits
-        }
-    out = []
-    for h in hits:
-        e = h.explain
-        explain = Explanation(tuple(matched.get(h.memory.id, ())), e.lists, e.fused, e.factors,
-                              e.via, e.final)
-        out.append(Hit(h.memory, h.score, explain))
-    return out
+def _restrictive(flt: Filter) -> bool:
+    return bool(flt.kinds or flt.tags or flt.session_id or flt.metadata or flt.source)

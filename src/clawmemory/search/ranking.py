@@ -14,20 +14,33 @@
 from __future__ import annotations
 
 import math
+from typing import Protocol
 
 from clawmemory.config import RecallSettings
-from clawmemory.model import MemoryRecord
 
-__all__ = ["DAY", "factors"]
+__all__ = ["DAY", "Rankable", "factors"]
 
 DAY = 86_400.0
 
 
-def reinforcement(record: MemoryRecord, weight: float) -> float:
+class Rankable(Protocol):
+    """What the factors read: a MemoryRecord or a store's light RankInfo."""
+
+    @property
+    def score(self) -> int: ...
+    @property
+    def created_at(self) -> float: ...
+    @property
+    def last_accessed(self) -> float | None: ...
+    @property
+    def confidence(self) -> float: ...
+
+
+def reinforcement(record: Rankable, weight: float) -> float:
     return math.exp(record.score * weight)
 
 
-def recency(record: MemoryRecord, now: float, cfg: RecallSettings) -> float:
+def recency(record: Rankable, now: float, cfg: RecallSettings) -> float:
     if cfg.recency == "half-life":
         if cfg.recency_half_life_s <= 0:
             return 1.0
@@ -40,7 +53,7 @@ def recency(record: MemoryRecord, now: float, cfg: RecallSettings) -> float:
     return 1.0
 
 
-def factors(record: MemoryRecord, now: float, cfg: RecallSettings) -> dict[str, float]:
+def factors(record: Rankable, now: float, cfg: RecallSettings) -> dict[str, float]:
     """The named multipliers for one memory, in the order they are applied."""
     return {
         "reinforcement": reinforcement(record, cfg.score_weight),

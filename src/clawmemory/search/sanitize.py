@@ -12,8 +12,9 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 
-__all__ = ["MAX_TERMS", "like_tokens", "sanitize_terms"]
+__all__ = ["MAX_TERMS", "STOPWORDS", "content_terms", "like_tokens", "sanitize_terms"]
 
 MAX_TERMS = 32  # bounds query cost; a longer query adds little after this many distinct words
 _URL = re.compile(r"(?:[a-zA-Z][a-zA-Z0-9+.-]*://|www\.)\S+")
@@ -23,11 +24,8 @@ _NOT_WORD = re.compile(r"[^\w]+")  # \w is unicode-aware: letters and digits of 
 
 def sanitize_terms(query: str) -> list[str]:
     """The distinct search words of ``query``, lower-cased, in order of first appearance."""
-    text = _URL.sub(" ", query)
-    text = _HYPHENS.sub(" ", text)
-    text = _NOT_WORD.sub(" ", text.replace("_", " "))
     seen: dict[str, None] = {}
-    for word in text.lower().split():
+    for word in _words(query):
         if len(word) > 1 and word not in seen:
             seen[word] = None
     return list(seen)[:MAX_TERMS]
@@ -36,6 +34,190 @@ def sanitize_terms(query: str) -> list[str]:
 def like_tokens(query: str) -> list[str]:
     """Words for the substring fallback (000): like ``sanitize_terms`` but keeps 1-char words,
     so a query such as "C" or "R" can still find something."""
-    text = _NOT_WORD.sub(" ", _HYPHENS.sub(" ", _URL.sub(" ", query)).replace("_", " "))
-    seen: dict[str, None] = {w: None for w in text.lower().split()}
+    seen: dict[str, None] = {w: None for w in _words(query)}
     return list(seen)[:MAX_TERMS]
+
+
+def _words(query: str) -> list[str]:
+    # NFC first: a decomposed "nai\u0308ve" (as macOS input methods produce) is one word, not
+    # "nai" and "ve".
+    text = unicodedata.normalize("NFC", query)
+    text = _HYPHENS.sub(" ", _URL.sub(" ", text)).replace("_", " ")
+    if text.isascii():
+        text = _NOT_WORD.sub(" ", text)
+    else:
+        # A combining mark belongs to its word (\w does not match marks); the index's tokenizer
+        # decides what the mark means, exactly as it did for the stored text.
+        text = "".join(
+            ch if ch.isalnum() or unicodedata.category(ch)[0] == "M" else " " for ch in text
+        )
+    return text.lower().split()
+
+
+# Function words of English questions and statements. 003 keeps no stop-word list because its
+# agent writes keyword queries; natural-language queries (context injection, questions) are
+# dominated by these words, which match most memories and push content words down
+# (measured on LoCoMo: docs/benchmarks.md). Used only when content words remain.
+STOPWORDS = frozenset(
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "down",
+        "during",
+        "each",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "has",
+        "have",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "me",
+        "more",
+        "most",
+        "my",
+        "myself",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "our",
+        "ours",
+        "ourselves",
+        "out",
+        "over",
+        "own",
+        "same",
+        "she",
+        "should",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "themselves",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "very",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+        "s",
+        "t",
+        "don",
+        "doesn",
+        "didn",
+        "isn",
+        "wasn",
+        "weren",
+        "ll",
+        "ve",
+        "re",
+        "d",
+        "m",
+        "o",
+        "y",
+        "also",
+        "ever",
+        "much",
+        "many",
+        "via",
+        "yes",
+        "yeah",
+        "oh",
+        "hey",
+        "hi",
+        "ok",
+        "okay",
+    ]
+)
+
+
+def content_terms(terms: list[str]) -> list[str]:
+    """``terms`` without stop words, unless nothing would be left (then all of them)."""
+    kept = [t for t in terms if t not in STOPWORDS]
+    return kept or terms

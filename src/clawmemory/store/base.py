@@ -7,23 +7,36 @@ relevance numbers of its own full-text index.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from clawmemory.model import Filter, MemoryRecord
 
-__all__ = ["ORDERS", "Link", "Store", "StoreStats", "TextHit"]
+__all__ = ["ORDERS", "Link", "RankInfo", "Store", "StoreStats", "TextHit"]
 
 # list() orderings every backend supports.
 ORDERS = ("newest", "oldest", "score", "accessed")
 
 
 @dataclass(frozen=True, slots=True)
-class TextHit:
-    """A keyword candidate: the record and its relevance (higher is better; BM25 for FTS)."""
+class RankInfo:
+    """The few fields ranking needs. Candidate lists carry these instead of whole records, so a
+    recall decodes full records (tags, metadata JSON) only for the hits it returns."""
 
-    record: MemoryRecord
+    id: str
+    score: int
+    created_at: float
+    last_accessed: float | None
+    confidence: float
+
+
+@dataclass(frozen=True, slots=True)
+class TextHit:
+    """A keyword candidate and its relevance (higher is better; BM25 for FTS)."""
+
+    info: RankInfo
     relevance: float
 
 
@@ -70,7 +83,7 @@ class Store(Protocol):
         *,
         skip_existing_keys: bool,
         links: Sequence[tuple[str, str, float, str]] = (),
-    ) -> list[tuple[MemoryRecord, bool]]:
+    ) -> builtins.list[tuple[MemoryRecord, bool]]:
         """Insert many records, then ``links`` (a_id, b_id, strength, origin) between them, in one
         all-or-nothing transaction. A record whose key already exists is skipped
         (``skip_existing_keys``, the existing memory is returned) or upserted; link ends given as
@@ -81,7 +94,7 @@ class Store(Protocol):
         """The memory with this id, else the one with this key, else None."""
         ...
 
-    def get_many(self, namespace: str, ids: Sequence[str]) -> list[MemoryRecord]: ...
+    def get_many(self, namespace: str, ids: Sequence[str]) -> builtins.list[MemoryRecord]: ...
 
     def replace(self, record: MemoryRecord) -> None:
         """Overwrite every field of the existing memory with ``record.id``."""
@@ -96,7 +109,7 @@ class Store(Protocol):
 
     def list(
         self, namespace: str, flt: Filter, *, limit: int, offset: int = 0, order: str = "newest"
-    ) -> list[MemoryRecord]: ...
+    ) -> builtins.list[MemoryRecord]: ...
 
     def count(self, namespace: str, flt: Filter) -> int: ...
 
@@ -107,19 +120,18 @@ class Store(Protocol):
     # --- keyword search ------------------------------------------------------------------------
     def keyword_search(
         self, namespace: str, terms: Sequence[str], flt: Filter, *, limit: int
-    ) -> list[TextHit]:
+    ) -> builtins.list[TextHit]:
         """Best ``limit`` memories matching any of ``terms`` (already sanitised), best first."""
         ...
 
-    def matched_terms(
-        self, namespace: str, ids: Sequence[str], terms: Sequence[str]
-    ) -> dict[str, list[str]]:
-        """For each id, which of ``terms`` its indexed text matches (for explanations)."""
+    def rank_info(self, namespace: str, ids: Sequence[str], flt: Filter) -> dict[str, RankInfo]:
+        """Ranking fields of those ``ids`` that exist and pass ``flt`` (for vector and entity
+        candidates)."""
         ...
 
     def like_search(
         self, namespace: str, tokens: Sequence[str], flt: Filter, *, limit: int
-    ) -> list[TextHit]:
+    ) -> builtins.list[TextHit]:
         """Substring fallback (000): memories containing any token; relevance = tokens found."""
         ...
 
@@ -130,9 +142,9 @@ class Store(Protocol):
 
     def unlink(self, namespace: str, a: str, b: str) -> bool: ...
 
-    def links(self, namespace: str, ids: Sequence[str]) -> dict[str, list[Link]]: ...
+    def links(self, namespace: str, ids: Sequence[str]) -> dict[str, builtins.list[Link]]: ...
 
     # --- housekeeping --------------------------------------------------------------------------
-    def namespaces(self) -> list[str]: ...
+    def namespaces(self) -> builtins.list[str]: ...
 
     def stats(self, namespace: str) -> StoreStats: ...

@@ -3,10 +3,11 @@ nothing: writes are discarded, reads are empty, counts are zero, links fail (Fal
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 
 from clawmemory.model import Filter, MemoryRecord
-from clawmemory.store.base import Link, StoreStats, TextHit
+from clawmemory.store.base import Link, RankInfo, StoreStats, TextHit
 
 __all__ = ["NoneStore"]
 
@@ -20,14 +21,19 @@ class NoneStore:
     def put(self, record: MemoryRecord) -> tuple[MemoryRecord, bool]:
         return record, True
 
-    def put_many(self, records: Sequence[MemoryRecord], *, skip_existing_keys: bool,
-                 links: Sequence[tuple[str, str, float, str]] = ()) -> list[tuple[MemoryRecord, bool]]:
+    def put_many(
+        self,
+        records: Sequence[MemoryRecord],
+        *,
+        skip_existing_keys: bool,
+        links: Sequence[tuple[str, str, float, str]] = (),
+    ) -> builtins.list[tuple[MemoryRecord, bool]]:
         return [(r, True) for r in records]
 
     def get(self, namespace: str, id_or_key: str) -> MemoryRecord | None:
         return None
 
-    def get_many(self, namespace: str, ids: Sequence[str]) -> list[MemoryRecord]:
+    def get_many(self, namespace: str, ids: Sequence[str]) -> builtins.list[MemoryRecord]:
         return []
 
     def replace(self, record: MemoryRecord) -> None:
@@ -39,8 +45,9 @@ class NoneStore:
     def delete_namespace(self, namespace: str) -> int:
         return 0
 
-    def list(self, namespace: str, flt: Filter, *, limit: int, offset: int = 0,
-             order: str = "newest") -> list[MemoryRecord]:
+    def list(
+        self, namespace: str, flt: Filter, *, limit: int, offset: int = 0, order: str = "newest"
+    ) -> builtins.list[MemoryRecord]:
         return []
 
     def count(self, namespace: str, flt: Filter) -> int:
@@ -49,16 +56,17 @@ class NoneStore:
     def touch(self, namespace: str, ids: Sequence[str], now: float) -> None:
         pass
 
-    def keyword_search(self, namespace: str, terms: Sequence[str], flt: Filter, *,
-                       limit: int) -> list[TextHit]:
+    def keyword_search(
+        self, namespace: str, terms: Sequence[str], flt: Filter, *, limit: int
+    ) -> builtins.list[TextHit]:
         return []
 
-    def matched_terms(self, namespace: str, ids: Sequence[str],
-                      terms: Sequence[str]) -> dict[str, list[str]]:
-        return {i: [] for i in ids}
+    def rank_info(self, namespace: str, ids: Sequence[str], flt: Filter) -> dict[str, RankInfo]:
+        return {}
 
-    def like_search(self, namespace: str, tokens: Sequence[str], flt: Filter, *,
-                    limit: int) -> list[TextHit]:
+    def like_search(
+        self, namespace: str, tokens: Sequence[str], flt: Filter, *, limit: int
+    ) -> builtins.list[TextHit]:
         return []
 
     def link(self, namespace: str, a: str, b: str, *, strength: float, origin: str) -> bool:
@@ -67,10 +75,10 @@ class NoneStore:
     def unlink(self, namespace: str, a: str, b: str) -> bool:
         return False
 
-    def links(self, namespace: str, ids: Sequence[str]) -> dict[str, list[Link]]:
+    def links(self, namespace: str, ids: Sequence[str]) -> dict[str, builtins.list[Link]]:
         return {i: [] for i in ids}
 
-    def namespaces(self) -> list[str]:
+    def namespaces(self) -> builtins.list[str]:
         return []
 
     def stats(self, namespace: str) -> StoreStats:

@@ -1,0 +1,199 @@
+"""LoCoMo retrieval benchmark: turn-level evidence recall @5/@10/@25 per mode and category.
+
+Each conversation goes into its own namespace through the public API: every dialogue turn is
+one ``episode`` memory (content "Speaker: text", the session's date as ``event_time``, the
+speaker as ``source_role``, ``dia_id`` in metadata). Every question with resolvable evidence is
+recalled; evidence recall = |evidence ∩ retrieved dia_ids| / |evidence|, averaged (the metric
+of the LoCoMo repository's task_eval).
+
+    .venv/bin/python bench/locomo.py                      # all modes, all conversations
+    .venv/bin/python bench/locomo.py --modes hybrid --conversations 2
+
+The data (CC BY-NC 4.0) is read from --data and never copied into this repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from clawmemory import Memory, Settings
+
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "bench" / "locomo" / "locomo10.json"
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+KS = (5, 10, 25)
+_DIA = re.compile(r"D\d+:\d+")
+
+
+def session_date(text: str | None) -> float | None:
+    """'1:56 pm on 8 May, 2023' -> epoch seconds (UTC)."""
+    if not text:
+        return None
+    for fmt in ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y"):
+        try:
+            return datetime.strptime(text.strip(), fmt).replace(tzinfo=UTC).timestamp()
+        except ValueError:
+            continue
+    return None
+
+
+def turns(conv: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every turn of a conversation as store_many() items, in dialogue order."""
+    c = conv["conversation"]
+    sessions = sorted(
+        (k for k in c if re.fullmatch(r"session_\d+", k)), key=lambda k: int(k.split("_")[1])
+    )
+    items = []
+    for s in sessions:
+        when = session_date(c.get(f"{s}_date_time"))
+        for t in c[s]:
+            text = t["text"]
+            if t.get("blip_caption"):
+                text += f" [shares a photo: {t['blip_caption']}]"
+            items.append(
+                {
+                    "content": f"{t['speaker']}: {text}",
+                    "kind": "episode",
+                    "session_id": s,
+                    "event_time": when,
+                    "source_role": t["speaker"],
+                    "source": "locomo",
+                    "metadata": {"dia_id": t["dia_id"], "speaker": t["speaker"]},
+                }
+            )
+    return items
+
+
+def questions(conv: dict[str, Any], known: set[str]) -> tuple[list[dict[str, Any]], int]:
+    """Questions with at least one resolvable evidence id; and how many evidence ids were
+    skipped (malformed or pointing to turns that do not exist)."""
+    out, skipped = [], 0
+    for qa in conv["qa"]:
+        raw = " ".join(str(e) for e in qa.get("evidence") or [])
+        ids = [e for e in _DIA.findall(raw.replace(";", " "))]
+        good = {e for e in ids if e in known}
+        skipped += len(set(ids) - good) + (0 if ids or not raw.strip() else 1)
+        if good:
+            out.append({"q": qa["question"], "evidence": good, "cat": qa["category"]})
+    return out, skipped
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    data = json.loads(Path(args.data).read_text(encoding="utf-8"))[: args.conversations]
+    console = Console(width=180)
+    db = Path(args.db or tempfile.mkdtemp(prefix="locomo-")) / "locomo.db"
+    mem = Memory.open(db, settings=Settings(db=db))
+    t0 = time.perf_counter()
+    qsets: dict[str, list[dict[str, Any]]] = {}
+    skipped = n_turns = 0
+    with Progress(console=console, transient=True) as bar:
+        task = bar.add_task("ingest", total=len(data))
+        for conv in data:
+            ns = mem.with_namespace(conv["sample_id"])
+            items = turns(conv)
+            n_turns += len(items)
+            if ns.count(include_invalid=True) == 0:
+                ns.store_many(items)
+            qs, sk = questions(conv, {i["metadata"]["dia_id"] for i in items})
+            qsets[conv["sample_id"]], skipped = qs, skipped + sk
+            bar.advance(task)
+    ingest_s = time.perf_counter() - t0
+    results = {m: evaluate(mem, qsets, m, console) for m in args.modes}
+    n_q = sum(len(q) for q in qsets.values())
+    report(console, results, n_q, skipped, n_turns, ingest_s)
+    mem.close()
+    return results
+
+
+def evaluate(
+    mem: Memory, qsets: dict[str, list[dict[str, Any]]], mode: str, console: Console
+) -> dict[str, Any]:
+    per_cat: dict[int, list[list[float]]] = defaultdict(list)
+    lat: list[float] = []
+    with Progress(console=console, transient=True) as bar:
+        task = bar.add_task(f"recall {mode}", total=sum(len(q) for q in qsets.values()))
+        for sample, qs in qsets.items():
+            ns = mem.with_namespace(sample)
+            for q in qs:
+                t = time.perf_counter()
+                hits = ns.recall(q["q"], limit=max(KS), mode=mode, touch=False)
+                lat.append(time.perf_counter() - t)
+                got = [h.memory.metadata.get("dia_id") for h in hits]
+                per_cat[q["cat"]].append(
+                    [len(q["evidence"] & set(got[:k])) / len(q["evidence"]) for k in KS]
+                )
+                bar.advance(task)
+    every = [r for rows in per_cat.values() for r in rows]
+    return {
+        "overall": [statistics.fmean(r[i] for r in every) for i in range(len(KS))],
+        "by_cat": {
+            c: [statistics.fmean(r[i] for r in rows) for i in range(len(KS))]
+            for c, rows in sorted(per_cat.items())
+        },
+        "p50_ms": 1000 * statistics.median(lat),
+        "p95_ms": 1000 * statistics.quantiles(lat, n=20)[-1],
+    }
+
+
+def report(
+    console: Console, results: dict[str, Any], n_q: int, skipped: int, n_turns: int, ingest_s: float
+) -> None:
+    t = Table(
+        title=f"LoCoMo evidence recall ({n_q} questions, {n_turns} turns;"
+        f" {skipped} unresolvable evidence ids skipped; ingest {ingest_s:.1f} s)"
+    )
+    t.add_column("mode")
+    for k in KS:
+        t.add_column(f"R@{k}", justify="right")
+    for c in CATEGORIES.values():
+        t.add_column(f"{c} @10", justify="right")
+    t.add_column("p50 ms", justify="right")
+    t.add_column("p95 ms", justify="right")
+    for mode, r in results.items():
+        cats = [f"{r['by_cat'][c][1]:.3f}" if c in r["by_cat"] else "-" for c in CATEGORIES]
+        t.add_row(
+            mode,
+            *(f"{v:.3f}" for v in r["overall"]),
+            *cats,
+            f"{r['p50_ms']:.1f}",
+            f"{r['p95_ms']:.1f}",
+        )
+    console.print(t)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--data", default=str(DEFAULT_DATA))
+    p.add_argument(
+        "--modes",
+        default="keyword,vector,hybrid",
+        type=lambda s: [m.strip() for m in s.split(",") if m.strip()],
+    )
+    p.add_argument("--conversations", type=int, default=None, help="only the first N")
+    p.add_argument("--db", default=None, help="folder for the database (kept; reused if filled)")
+    p.add_argument("--json", dest="json_out", default=None, help="also write results here")
+    args = p.parse_args(argv)
+    if not Path(args.data).exists():
+        print(f"error: LoCoMo data not found at {args.data} (pass --data)", file=sys.stderr)
+        return 2
+    results = run(args)
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,176 @@
+"""The collaborators one open store needs, created lazily and shared by every namespace view.
+
+Loading an embedding model takes seconds, so nothing is loaded until a write or a recall
+needs vectors; commands that only read records (get, list, stats) never pay for it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from clawmemory.config import Settings
+from clawmemory.errors import ClawMemoryError
+from clawmemory.model import MemoryRecord
+from clawmemory.store.base import Store
+from clawmemory.vectors import VectorStore, vector_store_for
+
+__all__ = ["Components"]
+
+log = logging.getLogger("clawmemory")
+F32 = npt.NDArray[np.float32]
+
+
+class Components:
+    def __init__(
+        self,
+        store: Store,
+        settings: Settings,
+        *,
+        embedder: Any = None,
+        embedder_given: bool = False,
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self._embedder = embedder
+        self._embedder_given = embedder_given
+        self._vectors: VectorStore | None = None
+        self._vector_state: str | None = None  # None = not yet tried; "ok"; or why not
+        self._lock = threading.RLock()
+        self._query_cache: OrderedDict[str, F32] = OrderedDict()
+        self._entities: Any = None
+        self._ner: Any = None
+        self._entities_tried = False
+
+    # --- embeddings ----------------------------------------------------------------------------
+    @property
+    def embedder(self) -> Any:
+        with self._lock:
+            if not self._embedder_given:
+                self._embedder_given = True
+                self._embedder = self._make_embedder()
+            return self._embedder
+
+    def _make_embedder(self) -> Any:
+        e = self.settings.embedder
+        if self.store.backend == "none" or e.provider in ("", "none"):
+            return None
+        try:
+            from clawmemory.embed import make_embedder
+
+            return make_embedder(
+                e.provider,
+                model=e.model,
+                base_url=e.base_url,
+                api_key=e.api_key,
+                dimensions=e.dimensions,
+            )
+        except (ImportError, ClawMemoryError) as exc:
+            log.warning(
+                "embedder %r unavailable (%s): keyword and entity recall only", e.provider, exc
+            )
+            return None
+
+    def vectors(self) -> VectorStore | None:
+        """The bound vector store, or None when vector search is unavailable (said once)."""
+        with self._lock:
+            if self._vector_state is None:
+                self._vector_state = self._bind()
+                if self._vector_state != "ok":
+                    log.warning("%s", self._vector_state)
+            return self._vectors if self._vector_state == "ok" else None
+
+    def _bind(self) -> str:
+        embedder = self.embedder
+        if embedder is None:
+            return "no embedder configured: keyword and entity recall only"
+        vectors = vector_store_for(self.store)
+        if vectors is None:
+            return f"the {self.store.backend} backend cannot store vectors: keyword recall only"
+        try:
+            problem = vectors.bind(embedder.name, embedder.dimension)
+        except ClawMemoryError as exc:
+            return f"embedder failed to load ({exc}): keyword and entity recall only"
+        if problem:
+            return problem
+        self._vectors = vectors
+        return "ok"
+
+    def loaded_vectors(self) -> VectorStore | None:
+        """The vector store if it is already bound; never loads a model."""
+        return self._vectors if self._vector_state == "ok" else None
+
+    def vector_status(self) -> str:
+        """A one-line description of the vector side for ``stats()``."""
+        if self._vector_state is None:
+            e = self.settings.embedder
+            return f"not loaded yet (embedder: {e.provider} {e.model or 'default'})"
+        return self._vector_state
+
+    def reset_vectors(self) -> VectorStore:
+        """Drop every stored vector and rebind to the current embedder (reindex)."""
+        with self._lock:
+            embedder = self.embedder
+            if embedder is None:
+                raise ClawMemoryError("no embedder configured; nothing to reindex with")
+            vectors = vector_store_for(self.store)
+            if vectors is None:
+                raise ClawMemoryError(f"the {self.store.backend} backend cannot store vectors")
+            vectors.reset(embedder.name, embedder.dimension)
+            self._vectors, self._vector_state = vectors, "ok"
+            self._query_cache.clear()
+            return vectors
+
+    def embed_documents(self, records: Sequence[MemoryRecord]) -> list[tuple[str, F32]]:
+        """Embeddings for records, batched; computed outside any store lock (000)."""
+        if not records or self.vectors() is None:
+            return []
+        texts = [document_text(r) for r in records]
+        matrix = self.embedder.embed(texts)
+        return [(r.id, matrix[i]) for i, r in enumerate(records)]
+
+    def embed_query(self, text: str) -> F32:
+        with self._lock:
+            hit = self._query_cache.get(text)
+            if hit is not None:
+                self._query_cache.move_to_end(text)
+                return hit
+        vec: F32 = self.embedder.embed_query(text)
+        with self._lock:
+            self._query_cache[text] = vec
+            while len(self._query_cache) > self.settings.embedder.query_cache_size:
+                self._query_cache.popitem(last=False)
+        return vec
+
+    # --- entities ------------------------------------------------------------------------------
+    def entity_layer(self) -> tuple[Any, Any] | None:
+        """(entity index, NER pipeline) or None when entities are off or unsupported."""
+        with self._lock:
+            if not self._entities_tried:
+                self._entities_tried = True
+                if self.settings.entities.enabled:
+                    self._entities, self._ner = _make_entity_layer(self.store)
+            return (self._entities, self._ner) if self._entities is not None else None
+
+
+def document_text(record: MemoryRecord) -> str:
+    """What gets embedded for a memory: its content, with its key when it has one (a key is a
+    human-written title and carries meaning)."""
+    if record.key:
+        return f"{record.key}: {record.content}"
+    return record.content
+
+
+def _make_entity_layer(store: Store) -> tuple[Any, Any]:
+    try:
+        from clawmemory.entities import entity_index_for, make_pipeline
+    except ImportError:
+        return None, None
+    index = entity_index_for(store)
+    return (index, make_pipeline()) if index is not None else (None, None)

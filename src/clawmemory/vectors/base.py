@@ -1,0 +1,54 @@
+"""The vector boundary: where embeddings are kept and searched, per namespace."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["VectorStore"]
+
+
+class VectorStore(Protocol):
+    def bind(self, model: str, dimension: int) -> str | None:
+        """Lock the store to this embedding model and dimension on first use. Returns None when
+        the vectors are usable, or a warning explaining why vector search is disabled (the
+        database holds vectors of another dimension or model; ``reindex`` rebuilds them)."""
+        ...
+
+    def upsert(
+        self, namespace: str, items: Sequence[tuple[str, npt.NDArray[np.float32]]]
+    ) -> None: ...
+
+    def search(
+        self,
+        namespace: str,
+        query: npt.NDArray[np.float32],
+        k: int,
+        *,
+        allowed: Sequence[str] | None = None,
+    ) -> list[tuple[str, float]]:
+        """(memory id, cosine similarity) best first."""
+        ...
+
+    def similarities(
+        self, namespace: str, query: npt.NDArray[np.float32], ids: Sequence[str]
+    ) -> dict[str, float]:
+        """Cosine similarity of each id that has a vector (for fusion and explanations)."""
+        ...
+
+    def forget(self, namespace: str, ids: Sequence[str]) -> None:
+        """Drop cached vectors of deleted memories (the store deletes the durable rows)."""
+        ...
+
+    def missing(self, namespace: str, limit: int) -> list[str]:
+        """Ids of memories that have no vector yet (for reindex/backfill)."""
+        ...
+
+    def count(self, namespace: str) -> int: ...
+
+    def reset(self, model: str, dimension: int) -> None:
+        """Drop every vector and rebind to a new model/dimension (reindex)."""
+        ...

@@ -1,0 +1,213 @@
+"""Vectors in SQLite: sqlite-vec ``vec0`` (004's ``vec_memories``) is the durable store, the
+dimension and model are locked in ``meta``, and an in-RAM ``VectorMatrix`` per namespace serves
+searches. The ``vec_log`` journal (migration 002) keeps each process's matrix in step with
+writes from other processes."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from clawmemory.store.sqlite import SQLiteStore
+from clawmemory.vectors.matrix import VectorMatrix
+
+__all__ = ["SQLiteVectors"]
+
+log = logging.getLogger("clawmemory")
+F32 = npt.NDArray[np.float32]
+# Keep the journal bounded; a process that fell further behind reloads its namespace fully.
+LOG_KEEP = 200_000
+
+
+class _Cache:
+    def __init__(self, matrix: VectorMatrix, gen: int) -> None:
+        self.matrix = matrix
+        self.gen = gen
+        self.by_seq: dict[int, str] = {}  # deleted rows can no longer be joined to their id
+
+    def add(self, rows: Sequence[tuple[int, str, bytes]]) -> None:
+        self.matrix.upsert((mid, np.frombuffer(blob, dtype=np.float32)) for _, mid, blob in rows)
+        self.by_seq.update((seq, mid) for seq, mid, _ in rows)
+
+
+class SQLiteVectors:
+    def __init__(self, store: SQLiteStore) -> None:
+        self.store = store
+        self.dimension: int | None = None
+        self._caches: dict[str, _Cache] = {}
+        self._lock = threading.RLock()
+
+    # --- binding -------------------------------------------------------------------------------
+    def _meta(self, key: str) -> str | None:
+        rows = self.store._query("SELECT value FROM meta WHERE key = ?", (key,))
+        return str(rows[0][0]) if rows else None
+
+    def bind(self, model: str, dimension: int) -> str | None:
+        have_dim, have_model = self._meta("embedding_dimension"), self._meta("embedding_model")
+        if have_dim is None:
+            self._create(model, dimension)
+            return None
+        if int(have_dim) != dimension or (have_model and have_model != model):
+            return (
+                f"vector search disabled: {self.store.path} holds {have_dim}-d vectors from"
+                f" {have_model!r} but the embedder {model!r} gives {dimension}-d vectors."
+                " Keyword and entity recall still work; run `clawmem reindex` to rebuild"
+                " the vectors with the current embedder."
+            )
+        self.dimension = dimension
+        return None
+
+    def _create(self, model: str, dimension: int) -> None:
+        with self.store.write():
+            c = self.store.conn
+            c.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS vec_memories USING vec0(seq INTEGER PRIMARY"
+                f" KEY, namespace TEXT partition key, embedding float[{int(dimension)}]"
+                " distance_metric=cosine)"
+            )
+            c.execute(
+                "INSERT OR REPLACE INTO meta VALUES ('embedding_dimension', ?)", (str(dimension),)
+            )
+            c.execute("INSERT OR REPLACE INTO meta VALUES ('embedding_model', ?)", (model,))
+        self.dimension = dimension
+
+    def reset(self, model: str, dimension: int) -> None:
+        with self._lock:
+            with self.store.write():
+                c = self.store.conn
+                c.execute("DROP TABLE IF EXISTS vec_memories")
+                c.execute("DELETE FROM vec_log")
+                c.execute(
+                    "DELETE FROM meta WHERE key IN ('embedding_dimension', 'embedding_model')"
+                )
+            self._caches.clear()
+            self._create(model, dimension)
+
+    # --- writing -------------------------------------------------------------------------------
+    def upsert(self, namespace: str, items: Sequence[tuple[str, F32]]) -> None:
+        if not items or self.dimension is None:
+            return
+        with self._lock:
+            cache = self._sync(namespace)
+            with self.store.write():
+                c = self.store.conn
+                ids = [i for i, _ in items]
+                seqs = dict(
+                    c.execute(
+                        f"SELECT id, seq FROM memories WHERE namespace = ? AND id IN"
+                        f" ({', '.join('?' * len(ids))})",
+                        (namespace, *ids),
+                    ).fetchall()
+                )
+                kept = [
+                    (seqs[i], i, np.asarray(v, dtype=np.float32).tobytes())
+                    for i, v in items
+                    if i in seqs
+                ]
+                for seq, _, blob in kept:
+                    c.execute("DELETE FROM vec_memories WHERE seq = ?", (seq,))
+                    c.execute(
+                        "INSERT INTO vec_memories(seq, namespace, embedding) VALUES (?, ?, ?)",
+                        (seq, namespace, blob),
+                    )
+                    c.execute(
+                        "INSERT INTO vec_log(namespace, seq, op) VALUES (?, ?, 'u')",
+                        (namespace, seq),
+                    )
+                gen = int(c.execute("SELECT COALESCE(MAX(gen), 0) FROM vec_log").fetchall()[0][0])
+            cache.add(kept)
+            cache.gen = gen
+
+    def similarities(self, namespace: str, query: F32, ids: Sequence[str]) -> dict[str, float]:
+        if self.dimension is None:
+            return {}
+        with self._lock:
+            return self._sync(namespace).matrix.similarities(query, ids)
+
+    def forget(self, namespace: str, ids: Sequence[str]) -> None:
+        with self._lock:
+            cache = self._caches.get(namespace)
+            if cache is not None:
+                cache.matrix.remove(ids)
+
+    # --- reading -------------------------------------------------------------------------------
+    def search(
+        self, namespace: str, query: F32, k: int, *, allowed: Sequence[str] | None = None
+    ) -> list[tuple[str, float]]:
+        if self.dimension is None:
+            return []
+        with self._lock:
+            return self._sync(namespace).matrix.search(query, k, allowed=allowed)
+
+    def count(self, namespace: str) -> int:
+        if self.dimension is None:
+            return 0
+        with self._lock:
+            return len(self._sync(namespace).matrix)
+
+    def missing(self, namespace: str, limit: int) -> list[str]:
+        if self.dimension is None:
+            return []
+        rows = self.store._query(
+            "SELECT m.id FROM memories m WHERE m.namespace = ? AND NOT EXISTS"
+            " (SELECT 1 FROM vec_memories v WHERE v.seq = m.seq) ORDER BY m.seq LIMIT ?",
+            (namespace, limit),
+        )
+        return [r[0] for r in rows]
+
+    # --- cache maintenance ---------------------------------------------------------------------
+    def _sync(self, namespace: str) -> _Cache:
+        """The namespace's matrix, brought up to date with the journal."""
+        head, floor = self.store._query(
+            "SELECT COALESCE(MAX(gen), 0), COALESCE(MIN(gen), 0) FROM vec_log"
+        )[0]
+        cache = self._caches.get(namespace)
+        if cache is not None and cache.gen == head:
+            return cache
+        if cache is None or cache.gen < floor - 1:
+            cache = self._caches[namespace] = self._load(namespace, int(head))
+            return cache
+        changes = self.store._query(
+            "SELECT l.seq, m.id FROM vec_log l LEFT JOIN memories m ON m.seq = l.seq"
+            " WHERE l.namespace = ? AND l.gen > ? GROUP BY l.seq",
+            (namespace, cache.gen),
+        )
+        deleted = [
+            cache.by_seq.pop(seq) for seq, mid in changes if mid is None and seq in cache.by_seq
+        ]
+        cache.matrix.remove(deleted)
+        seqs = [seq for seq, mid in changes if mid is not None]
+        for i in range(0, len(seqs), 500):
+            cache.add(
+                self._rows(
+                    "v.seq IN (" + ", ".join("?" * len(seqs[i : i + 500])) + ")", seqs[i : i + 500]
+                )
+            )
+        cache.gen = int(head)
+        self._trim(int(head))
+        return cache
+
+    def _rows(self, where: str, args: Sequence[object]) -> list[tuple[int, str, bytes]]:
+        return [
+            (int(seq), str(mid), bytes(blob))
+            for seq, mid, blob in self.store._query(
+                "SELECT v.seq, m.id, v.embedding FROM vec_memories v JOIN memories m"
+                f" ON m.seq = v.seq WHERE {where}",
+                args,
+            )
+        ]
+
+    def _load(self, namespace: str, head: int) -> _Cache:
+        assert self.dimension is not None
+        cache = _Cache(VectorMatrix(self.dimension), head)
+        cache.add(self._rows("v.namespace = ?", [namespace]))
+        return cache
+
+    def _trim(self, head: int) -> None:
+        if head % 10_000 == 0 and head > LOG_KEEP:
+            with self.store.write():
+                self.store.conn.execute("DELETE FROM vec_log WHERE gen < ?", (head - LOG_KEEP,))

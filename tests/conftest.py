@@ -1,0 +1,147 @@
+"""Shared fixtures: every storage backend behind one parametrisation, and a clock tests move.
+
+Adding a backend to every contract test is one entry in ``BACKENDS``: a function that opens (or
+re-opens) that backend's store in a test's private directory. The opener gets the pytest request
+so a backend that needs a server (PostgreSQL) can ask for a session fixture with
+``request.getfixturevalue(...)`` and skip itself where that server cannot run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clawmemory import Memory, Settings
+from clawmemory.store.base import Store
+
+# 2023-11-14T22:13:20Z: a fixed, realistic "now", so times in assertions are exact.
+START = 1_700_000_000.0
+DAY = 86_400.0
+
+Opener = Callable[[pytest.FixtureRequest, Path], Store]
+
+
+class Clock:
+    """A clock for ``Memory(clock=...)``: time moves only when the test moves it."""
+
+    def __init__(self, start: float = START) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float = 1.0) -> float:
+        self.now += seconds
+        return self.now
+
+
+def _open_sqlite(request: pytest.FixtureRequest, where: Path) -> Store:
+    from clawmemory.store.sqlite import SQLiteStore
+
+    return SQLiteStore(where / "memory.db")
+
+
+def _open_memory(request: pytest.FixtureRequest, where: Path) -> Store:
+    from clawmemory.store.memory import MemoryStore
+
+    return MemoryStore()
+
+
+def _open_json(request: pytest.FixtureRequest, where: Path) -> Store:
+    from clawmemory.store.jsonfile import JSONFileStore
+
+    return JSONFileStore(where / "memory.json")
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One storage backend as the test suite sees it."""
+
+    name: str
+    open: Opener
+    persistent: bool  # re-opening the same directory sees what was written before
+    marks: tuple[Any, ...] = field(default=())
+
+    def __str__(self) -> str:
+        return self.name
+
+
+BACKENDS: dict[str, Backend] = {
+    b.name: b
+    for b in (
+        Backend("sqlite", _open_sqlite, persistent=True),
+        Backend("memory", _open_memory, persistent=False),
+        Backend("json", _open_json, persistent=True),
+    )
+}
+
+
+def backend_params(*names: str) -> list[Any]:
+    """``pytest.param`` per backend (all when no names), with the backend's name as its id."""
+    chosen = names or tuple(BACKENDS)
+    return [pytest.param(BACKENDS[n], id=n, marks=BACKENDS[n].marks) for n in chosen]
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """No test reads the developer's ~/.clawmemory or CLAWMEM_* settings, or writes there."""
+    for name in list(os.environ):
+        if name.startswith("CLAWMEM_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("CLAWMEM_HOME", str(tmp_path_factory.mktemp("clawmem-home")))
+
+
+@pytest.fixture(params=backend_params())
+def backend(request: pytest.FixtureRequest) -> Backend:
+    """The backend under test. Narrow it in a module with
+    ``@pytest.mark.parametrize("backend", backend_params("sqlite"), indirect=True)``."""
+    chosen: Backend = request.param
+    return chosen
+
+
+@pytest.fixture
+def open_store(
+    backend: Backend, request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[Callable[[], Store]]:
+    """Open (or re-open) the backend's store in this test's directory; all closed at the end."""
+    opened: list[Store] = []
+
+    def _open() -> Store:
+        store = backend.open(request, tmp_path)
+        opened.append(store)
+        return store
+
+    yield _open
+    for store in reversed(opened):
+        store.close()
+
+
+@pytest.fixture
+def store(open_store: Callable[[], Store]) -> Store:
+    return open_store()
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def settings() -> Settings:
+    """Default settings without an embedding model: the contract is about storage and keyword
+    recall, and loading a model per test would cost seconds. Suites about vector recall
+    override this fixture."""
+    return Settings(embedder={"provider": "none"})
+
+
+@pytest.fixture
+def mem(store: Store, settings: Settings, clock: Clock) -> Memory:
+    """``Memory`` in the default namespace over the backend under test, on the test's clock."""
+    return Memory(store, settings, clock=clock)

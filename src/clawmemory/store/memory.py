@@ -133,6 +133,8 @@ class MemoryStore:
         skip_existing_keys: bool,
         links: Sequence[tuple[str, str, float, str]] = (),
     ) -> list[tuple[MemoryRecord, bool]]:
+        if not records:
+            return []  # links need a namespace, and a batch without records has none
         with self._lock:
             snapshot = {name: _copy(ns) for name, ns in self._ns.items()}
             try:

@@ -291,20 +291,30 @@ class SQLiteStore:
         skip_existing_keys: bool,
         links: Sequence[tuple[str, str, float, str]] = (),
     ) -> list[tuple[MemoryRecord, bool]]:
+        if not records:
+            return []  # links need a namespace, and a batch without records has none
         now = time.time()
+        ns = records[0].namespace
         with self.write():
             results = [self._upsert(r, skip_existing_keys) for r in records]
             stored_id = {r.id: res.id for r, (res, _) in zip(records, results, strict=True)}
             for a, b, strength, origin in links:
                 lo, hi = sorted((stored_id.get(a, a), stored_id.get(b, b)))
-                if lo == hi:
+                # A snapshot may name an end that is in neither the batch nor the store.
+                if lo == hi or not self._both_exist(ns, lo, hi):
                     continue
                 self.conn.execute(
                     "INSERT INTO links VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE"
                     " SET strength = max(strength, excluded.strength)",
-                    (records[0].namespace, lo, hi, strength, origin, now, now),
+                    (ns, lo, hi, strength, origin, now, now),
                 )
         return results
+
+    def _both_exist(self, namespace: str, a: str, b: str) -> bool:
+        rows = self.conn.execute(
+            "SELECT COUNT(*) FROM memories WHERE namespace = ? AND id IN (?, ?)", (namespace, a, b)
+        ).fetchall()
+        return int(rows[0][0]) == 2
 
     def get(self, namespace: str, id_or_key: str) -> MemoryRecord | None:
         rows = self._records(
@@ -473,13 +483,11 @@ class SQLiteStore:
         lo, hi = sorted((a, b))
         now = time.time()
         with self.write():
-            n = self.conn.execute(
-                "SELECT COUNT(*) FROM memories WHERE namespace = ? AND id IN (?, ?)",
-                (namespace, lo, hi)).fetchall()[0][0]
-            if n != 2:
+            if not self._both_exist(namespace, lo, hi):
                 return False
             self.conn.execute(
-                "INSERT INTO links VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(a_id, b_id) DO UPDATE"
+                "INSERT INTO links VALUES (?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT(namespace, a_id, b_id) DO UPDATE"
                 " SET strength = strength + excluded.strength, updated_at = excluded.updated_at",
                 (namespace, lo, hi, strength, origin, now, now),
             )

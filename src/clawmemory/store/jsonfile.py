@@ -65,9 +65,11 @@ class JSONFileStore(MemoryStore):
                     MemoryStore.link(self, ns, r.id, str(d["id"]),
                                      strength=float(d.get("strength", 1.0)) / 2,
                                      origin=str(d.get("origin", "manual")))
-            for a, b, strength, origin in parsed.links:
-                if not any(e.get("link_details") for e in items):
-                    MemoryStore.link(self, ns, a, b, strength=strength, origin=origin)
+            if not any(e.get("link_details") for e in items):
+                # 000 lists each link at both ends: the second mention is the same link, so it
+                # must not add its strength again.
+                for a, b, strength, origin in parsed.links:
+                    self._link(ns, a, b, strength, origin, replace_max=True)
 
     def _dump(self) -> None:
         entries = []

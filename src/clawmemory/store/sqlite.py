@@ -58,6 +58,10 @@ def _apsw() -> Any:
     return apsw
 
 
+def _lower(value: Any) -> Any:
+    return value.lower() if isinstance(value, str) else value
+
+
 def meta_text(value: Any) -> str:
     """Canonical text of a metadata value for equality filters (matches SQL below)."""
     if isinstance(value, bool):
@@ -174,6 +178,8 @@ class SQLiteStore:
         c.execute("PRAGMA synchronous=NORMAL")
         c.execute("PRAGMA temp_store=MEMORY")
         c.execute("PRAGMA foreign_keys=ON")
+        # SQLite's lower() folds ASCII only; the substring fallback needs Python's Unicode one.
+        c.create_scalar_function("clawmem_lower", _lower, 1, deterministic=True)
         try:
             import sqlite_vec
 
@@ -462,8 +468,11 @@ class SQLiteStore:
         if not tokens:
             return []
         where, args = filter_sql(namespace, flt)
+        # ASCII tokens cannot match a non-ASCII letter, so the fast built-in lower() is exact
+        # for them; only other tokens pay for a Python call per row.
+        fold = "lower" if all(t.isascii() for t in tokens) else "clawmem_lower"
         hits_expr = " + ".join(
-            "(instr(lower(m.content), ?) > 0 OR instr(lower(COALESCE(m.key, '')), ?) > 0)"
+            f"(instr({fold}(m.content), ?) > 0 OR instr({fold}(COALESCE(m.key, '')), ?) > 0)"
             for _ in tokens
         )
         tok_args: list[Any] = []

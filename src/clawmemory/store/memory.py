@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 import threading
+import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from clawmemory.store.base import Link, StoreStats, TextHit
 __all__ = ["MemoryStore", "stem", "tokenize"]
 
 _WORD = re.compile(r"\w+")
+_DIACRITICS = re.compile("[\u0300-\u036f]")  # the Combining Diacritical Marks block
 _FIELDS = ("key", "content", "tags", "source")
 K1, B = 1.2, 0.75
 
@@ -39,7 +41,15 @@ def stem(word: str) -> str:
 
 def tokenize(text: str) -> list[str]:
     """Lower-cased, stemmed word tokens (close to FTS5's porter unicode61 tokenizer)."""
-    return [stem(w) for w in _WORD.findall(text.lower().replace("_", " "))]
+    return [stem(w) for w in _WORD.findall(_fold(text.lower()).replace("_", " "))]
+
+
+def _fold(text: str) -> str:
+    """Drop Latin/Greek/Cyrillic diacritics, as FTS5's ``remove_diacritics 2`` does, so
+    "café", "cafe" and a decomposed "cafe\u0301" are one word on every backend."""
+    if text.isascii():
+        return text
+    return unicodedata.normalize("NFC", _DIACRITICS.sub("", unicodedata.normalize("NFD", text)))
 
 
 def _field_text(r: MemoryRecord) -> dict[str, str]:
@@ -229,7 +239,9 @@ class MemoryStore:
             ns = self._ns.get(namespace)
             if ns is None or not ns.records:
                 return []
-            stems = list(dict.fromkeys(stem(t) for t in terms))
+            # A term goes through the same tokenizer as the text (FTS5 does the same with a
+            # quoted term), so folding and splitting agree on both sides.
+            stems = list(dict.fromkeys(s for t in terms for s in tokenize(t)))
             n = len(ns.records)
             avg = {f: max(ns.field_len[f] / n, 1e-9) for f in _FIELDS}
             scores: defaultdict[str, float] = defaultdict(float)
@@ -263,7 +275,7 @@ class MemoryStore:
             out: dict[str, list[str]] = {}
             for rid in ids:
                 tf = ns.tf.get(rid, {}) if ns else {}
-                out[rid] = [t for t in terms if any(stem(t) in c for c in tf.values())]
+                out[rid] = [t for t in terms if _matches(tokenize(t), tf)]
             return out
 
     def like_search(
@@ -333,6 +345,10 @@ class MemoryStore:
                 invalidated=len(ns.records) - len(valid), links=len(ns.links),
                 newest=max(times, default=None), oldest=min(times, default=None),
             )
+
+
+def _matches(tokens: list[str], tf: dict[str, Counter[str]]) -> bool:
+    return bool(tokens) and all(any(tok in c for c in tf.values()) for tok in tokens)
 
 
 def _copy(ns: _Namespace) -> _Namespace:

@@ -15,13 +15,14 @@ on import (000): they are recomputed by the active embedder.
 from __future__ import annotations
 
 import json
+import math
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from clawmemory.errors import ClawMemoryError, ImportFormatError
+from clawmemory.errors import ClawMemoryError, ImportFormatError, InvalidInputError
 from clawmemory.model import KINDS, MemoryRecord, normalize_kind
 from clawmemory.store.base import Link
 from clawmemory.validation import check_content, check_key, check_metadata, check_tags, check_time
@@ -29,6 +30,7 @@ from clawmemory.validation import check_content, check_key, check_metadata, chec
 __all__ = ["FORMAT", "ParsedSnapshot", "dump_snapshot", "new_id", "parse_snapshot"]
 
 FORMAT = "clawmemory.snapshot"
+_MAX_INT = 2.0**53  # integers beyond this are not exact as JSON numbers nor SQLite-safe
 _PTRCLAW_CATEGORY = {"core": "core", "knowledge": "fact", "conversation": "conversation"}
 
 
@@ -107,16 +109,26 @@ def parse_snapshot(
         if isinstance(names, list):
             raw_links.append((record.id, [str(n) for n in names]))
     if isinstance(doc, dict) and isinstance(doc.get("links"), list):
-        for lk in doc["links"]:
-            if isinstance(lk, dict) and "a" in lk and "b" in lk:
-                parsed.links.append((str(lk["a"]), str(lk["b"]), float(lk.get("strength", 1.0)),
-                                     str(lk.get("origin", "manual"))))
+        parsed.links.extend(_explicit_links(doc["links"], source))
     else:  # 000 shape: links are the keys of linked entries
         for rid, names in raw_links:
             parsed.links.extend(
                 (rid, by_name[n], 1.0, "manual") for n in names if n in by_name
             )
     return parsed
+
+
+def _explicit_links(links: list[Any], source: str) -> list[tuple[str, str, float, str]]:
+    """The export's ``links`` list: ``{"a": id, "b": id, "strength": 1.0, "origin": ...}``."""
+    out = []
+    for index, lk in enumerate(links):
+        if isinstance(lk, dict) and "a" in lk and "b" in lk:
+            try:
+                strength = _number(lk, "strength", 1.0)
+            except ClawMemoryError as exc:
+                raise ImportFormatError(f"link {index}: {exc}", path=source) from exc
+            out.append((str(lk["a"]), str(lk["b"]), strength, str(lk.get("origin", "manual"))))
+    return out
 
 
 def _entry(entry: Any, *, namespace: str, now: float, max_chars: int) -> MemoryRecord:
@@ -141,19 +153,42 @@ def _entry(entry: Any, *, namespace: str, now: float, max_chars: int) -> MemoryR
         metadata=check_metadata(entry.get("metadata")),
         source=_opt_str(entry.get("source")),
         source_role=_opt_str(entry.get("source_role")),
-        source_ids=tuple(str(s) for s in entry.get("source_ids") or ()),
+        source_ids=_str_list(entry.get("source_ids"), "source_ids"),
         session_id=_opt_str(entry.get("session_id")),
         created_at=created,
         event_time=check_time(entry.get("event_time"), "event_time"),
         updated_at=check_time(entry.get("updated_at"), "updated_at") or created,
         last_accessed=last,
-        access_count=int(entry.get("access_count") or 0),
-        score=int(entry.get("score") or 0) if "kind" in entry else 0,
-        confidence=float(entry.get("confidence", 1.0)),
-        decay_rate=float(entry.get("decay_rate", KINDS[kind].decay_rate)),
+        access_count=int(_number(entry, "access_count", 0, upper=_MAX_INT)),
+        score=int(_number(entry, "score", 0, lower=-_MAX_INT, upper=_MAX_INT))
+        if "kind" in entry else 0,
+        confidence=_number(entry, "confidence", 1.0, upper=1.0),
+        decay_rate=_number(entry, "decay_rate", KINDS[kind].decay_rate),
         valid_until=check_time(entry.get("valid_until"), "valid_until"),
         supersedes=_opt_str(entry.get("supersedes")),
     )
+
+
+def _number(entry: Mapping[str, Any], name: str, default: float, *, lower: float = 0.0,
+            upper: float = math.inf) -> float:
+    """A number field within [lower, upper]; missing or null means ``default``. Checked here
+    because a bad number would otherwise fail later, inside the store, as a driver error."""
+    value = entry.get(name)
+    if value is None:
+        return float(default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InvalidInputError(f"{name} must be a finite number, not {value!r}")
+    if not lower <= value <= upper:
+        raise InvalidInputError(f"{name} must be between {lower:g} and {upper:g}, not {value!r}")
+    return float(value)
+
+
+def _str_list(value: Any, name: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list | tuple):
+        raise InvalidInputError(f"{name} must be a list, not {type(value).__name__}")
+    return tuple(str(v) for v in value)
 
 
 def _opt_str(value: Any) -> str | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from clawmemory.errors import InvalidInputError
@@ -13,15 +13,22 @@ __all__ = ["check_content", "check_key", "check_limit", "check_metadata", "check
            "check_tags", "check_time"]
 
 
-def _no_nul(value: str, what: str) -> None:
+def _check_text(value: str, what: str) -> None:
+    """Text every backend can store: no NUL, valid Unicode."""
     if "\x00" in value:
         raise InvalidInputError(f"{what} contains a NUL byte")
+    # A lone surrogate (e.g. from JSON "\\ud800") cannot be written as UTF-8: SQLite and the
+    # JSON file would fail later with a driver error, after the in-RAM backends accepted it.
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(f"{what} is not valid Unicode ({exc.reason})") from exc
 
 
 def check_content(content: Any, max_chars: int) -> str:
     if not isinstance(content, str):
         raise InvalidInputError(f"content must be text, not {type(content).__name__}")
-    _no_nul(content, "content")
+    _check_text(content, "content")
     if not content.strip():
         raise InvalidInputError("content is empty")
     if len(content) > max_chars:
@@ -37,19 +44,19 @@ def check_key(key: Any, max_chars: int) -> str | None:
         return None
     if not isinstance(key, str):
         raise InvalidInputError(f"key must be text, not {type(key).__name__}")
-    _no_nul(key, "key")
-    key = key.strip()
-    if not key:
+    _check_text(key, "key")
+    stripped: str = key.strip()
+    if not stripped:
         raise InvalidInputError("key is empty")
-    if len(key) > max_chars:
+    if len(stripped) > max_chars:
         raise InvalidInputError(f"key is longer than {max_chars} characters")
-    return key
+    return stripped
 
 
 def check_namespace(namespace: Any) -> str:
     if not isinstance(namespace, str) or not namespace.strip():
         raise InvalidInputError("namespace must be non-empty text")
-    _no_nul(namespace, "namespace")
+    _check_text(namespace, "namespace")
     if len(namespace) > 256:
         raise InvalidInputError("namespace is longer than 256 characters")
     return namespace.strip()
@@ -61,14 +68,15 @@ def check_tags(tags: Iterable[Any] | str | None) -> tuple[str, ...]:
         return ()
     if isinstance(tags, str):
         tags = tags.split(",")
+    elif not isinstance(tags, Iterable) or isinstance(tags, Mapping):
+        raise InvalidInputError(f"tags must be a list of text, not {type(tags).__name__}")
     out: dict[str, None] = {}
     for tag in tags:
         if not isinstance(tag, str):
             raise InvalidInputError(f"tags must be text, got {type(tag).__name__}")
-        _no_nul(tag, "tag")
-        tag = tag.strip()
-        if tag:
-            out[tag] = None
+        _check_text(tag, "tag")
+        if stripped := tag.strip():
+            out[stripped] = None
     return tuple(out)
 
 
@@ -81,11 +89,27 @@ def check_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
         text = json.dumps(dict(metadata), ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise InvalidInputError(f"metadata must be JSON-serialisable: {exc}") from exc
-    _no_nul(text, "metadata")
+    _check_text(text, "metadata")
     if any(not isinstance(k, str) for k in metadata):
         raise InvalidInputError("metadata keys must be text")
     result: dict[str, Any] = json.loads(text)
+    # json.dumps escapes NUL as \u0000, so the text check above cannot see it: look inside.
+    if any("\x00" in s for s in _strings(result)):
+        raise InvalidInputError("metadata contains a NUL byte")
     return result
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every key and string value inside decoded JSON."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield k
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
 
 
 def check_limit(limit: Any, *, maximum: int = 1000, name: str = "limit") -> int:

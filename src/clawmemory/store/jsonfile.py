@@ -97,7 +97,19 @@ class JSONFileStore(MemoryStore):
             finally:
                 self._batch -= 1
             if self._batch == 0:
-                self._dump()
+                try:
+                    self._dump()
+                except BaseException:
+                    # The write did not reach the file: RAM must not keep what disk does not
+                    # have, or every later write would fail on the same record.
+                    self._reload()
+                    raise
+
+    def _reload(self) -> None:
+        self._ns.clear()
+        self.embeddings = {}
+        if self.path.exists():
+            self._load()
 
     def put(self, record: MemoryRecord) -> tuple[MemoryRecord, bool]:
         with self._persisting():
@@ -147,14 +159,23 @@ class JSONFileStore(MemoryStore):
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise StorageError(f"cannot write {path}: text is not valid Unicode ({exc})") from exc
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise StorageError(f"cannot write {path}: {exc}") from exc
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         Path(tmp).replace(path)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise StorageError(f"cannot write {path}: {exc}") from exc
+    except BaseException as exc:
+        Path(tmp).unlink(missing_ok=True)  # never leave a temp file behind, whatever failed
+        if isinstance(exc, OSError):
+            raise StorageError(f"cannot write {path}: {exc}") from exc
+        raise

@@ -1,0 +1,107 @@
+"""Entities (004): NER providers, strategies, and the per-namespace entity index.
+
+Pieces:
+
+- providers (``NERProvider``): ``regex`` (mentions, hashtags, e-mails, URLs, dates), ``names``
+  (offline capitalised-name / acronym / identifier heuristic), ``spacy`` (optional), ``llm``
+  (a ``complete(prompt) -> str`` callable);
+- ``make_pipeline(strategy)``: ``fast`` = regex + names, ``accurate`` = + spaCy if installed +
+  LLM if ``complete`` is given; mentions merged by span overlap (longest, then most confident);
+- ``EntityIndex``: ``SQLiteEntityIndex(store)`` on the 001 tables, ``MemoryEntityIndex`` for
+  the memory and JSON backends; ``entity_index_for(store)`` picks one.
+
+Wiring into the engine (what to call where):
+
+1. Build once per store: ``index = entity_index_for(store)`` (None for the ``none`` backend or
+   an unknown one: entities off) and ``ner = make_pipeline(settings.entities.strategy)``.
+2. Write path, after ``store.put``/``put_many`` returned the stored record ``r``:
+   ``index.link_mentions(ns, r.id, ner.extract(r.content))``. After ``update``/``correct``
+   changed the content of an existing id, pass ``replace=True`` so links to names the memory
+   no longer mentions are dropped. Idempotent: re-linking the same memory is harmless.
+3. Recall, as the entity candidate list:
+   ``index.search(ns, candidate_names(query, ner), limit)`` -> ``EntityHit(memory_id,
+   entity_name, score)`` best first; fuse with RRF like the keyword and vector lists, and put
+   ``entity_name`` into the hit's explanation. ``candidate_names`` adds the query's 1-3 word
+   sequences to its extracted names, so lower-case queries ("what did caroline say") match.
+4. Forget: ``index.unlink_memory(ns, id)`` for each deleted id (SQLiteStore.delete already does
+   the same in SQL; calling it again is a no-op). ``forget_namespace``: also
+   ``index.drop_namespace(ns)`` (needed for ``MemoryEntityIndex``).
+5. ``Memory.entity_info(name)`` (004 ``get_entity_info``): ``p = index.profile(ns, name)``;
+   None -> not found; else ``index.memories_of(ns, p.id, limit)`` and ``store.get_many``.
+   ``index.entities_of(ns, ids)`` annotates hits; ``index.entities(ns, n)`` and
+   ``entity_count(ns)`` feed stats.
+6. Nightly enrichment (004): ``accurate = make_pipeline("accurate", complete=llm_complete)``;
+   skip when ``not accurate_extra(accurate)``; for memories with few entities
+   (``len(index.entities_of(...)[id]) <= 2``) call ``link_mentions`` with
+   ``accurate.extract(content)`` (additive; the fast links stay).
+7. JSON backend persistence: ``MemoryEntityIndex.to_dict()`` / ``from_dict(data, exists)``;
+   without it the index is rebuilt by re-running step 2 over the records after a reopen.
+
+Nothing heavy happens at import: spaCy loads when a ``SpacyProvider`` is built, regexes compile
+on first use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clawmemory.entities.base import (
+    Entity,
+    EntityHit,
+    EntityIndex,
+    EntityProfile,
+    EntityType,
+    Mention,
+    NERProvider,
+    canonical_name,
+    normalize_name,
+    resolve_overlaps,
+)
+from clawmemory.entities.pipeline import (
+    NERPipeline,
+    ProviderName,
+    Strategy,
+    accurate_extra,
+    build_pipeline,
+    candidate_names,
+    make_provider,
+)
+
+__all__ = [
+    "Entity",
+    "EntityHit",
+    "EntityIndex",
+    "EntityProfile",
+    "EntityType",
+    "Mention",
+    "NERPipeline",
+    "NERProvider",
+    "ProviderName",
+    "Strategy",
+    "accurate_extra",
+    "build_pipeline",
+    "candidate_names",
+    "canonical_name",
+    "entity_index_for",
+    "make_pipeline",
+    "make_provider",
+    "normalize_name",
+    "resolve_overlaps",
+]
+
+make_pipeline = build_pipeline
+
+
+def entity_index_for(store: Any) -> EntityIndex | None:
+    """The entity index that fits ``store``'s backend, or None where entities cannot be kept
+    (``none`` backend, or a backend this package does not know yet)."""
+    backend = getattr(store, "backend", None)
+    if backend == "sqlite":
+        from clawmemory.entities.sqlite import SQLiteEntityIndex
+
+        return SQLiteEntityIndex(store)
+    if backend in ("memory", "json"):
+        from clawmemory.entities.memory import MemoryEntityIndex
+
+        return MemoryEntityIndex(exists=lambda ns, mid: store.get(ns, mid) is not None)
+    return None

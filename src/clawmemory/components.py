@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -43,7 +42,6 @@ class Components:
         self._vectors: VectorStore | None = None
         self._vector_state: str | None = None  # None = not yet tried; "ok"; or why not
         self._lock = threading.RLock()
-        self._query_cache: OrderedDict[str, F32] = OrderedDict()
         self._entities: Any = None
         self._ner: Any = None
         self._entities_tried = False
@@ -124,7 +122,6 @@ class Components:
                 raise ClawMemoryError(f"the {self.store.backend} backend cannot store vectors")
             vectors.reset(embedder.name, embedder.dimension)
             self._vectors, self._vector_state = vectors, "ok"
-            self._query_cache.clear()
             return vectors
 
     def embed_documents(self, records: Sequence[MemoryRecord]) -> list[tuple[str, F32]]:
@@ -136,16 +133,8 @@ class Components:
         return [(r.id, matrix[i]) for i, r in enumerate(records)]
 
     def embed_query(self, text: str) -> F32:
-        with self._lock:
-            hit = self._query_cache.get(text)
-            if hit is not None:
-                self._query_cache.move_to_end(text)
-                return hit
+        """The query's embedding (the embedder keeps an LRU of recent queries)."""
         vec: F32 = self.embedder.embed_query(text)
-        with self._lock:
-            self._query_cache[text] = vec
-            while len(self._query_cache) > self.settings.embedder.query_cache_size:
-                self._query_cache.popitem(last=False)
         return vec
 
     # --- entities ------------------------------------------------------------------------------

@@ -201,8 +201,11 @@ class Memory:
         )
         return [r.id for r in stored]
 
-    def _index(self, records: Sequence[MemoryRecord], vectors: Mapping[str, Any]) -> None:
-        """Derived indexes of freshly written records: vectors and entity links."""
+    def _index(
+        self, records: Sequence[MemoryRecord], vectors: Mapping[str, Any], *, replace: bool = False
+    ) -> None:
+        """Derived indexes of freshly written records: vectors and entity links (``replace``:
+        the content of an existing memory changed, so drop links it no longer supports)."""
         store = self.components.vectors()
         if store is not None and vectors:
             store.upsert(self.namespace, list(vectors.items()))
@@ -210,7 +213,7 @@ class Memory:
         if layer is not None:
             index, ner = layer
             for r in records:
-                index.link_mentions(self.namespace, r.id, ner.extract(r.content))
+                index.link_mentions(self.namespace, r.id, ner.extract(r.content), replace=replace)
 
     def _new_record(self, content: str, **fields: Any) -> MemoryRecord:
         cfg = self.settings.storage
@@ -281,7 +284,7 @@ class Memory:
         )
         self.store_backend.replace(updated)
         if "content" in changes:
-            self._index([updated], dict(vectors))
+            self._index([updated], dict(vectors), replace=True)
         return updated
 
     def forget(self, id_or_key: str) -> MemoryRecord:
@@ -303,7 +306,14 @@ class Memory:
 
     def forget_namespace(self) -> int:
         """Remove this whole tenant: records, links, entities, history, archive."""
-        return self.store_backend.delete_namespace(self.namespace)
+        removed = self.store_backend.delete_namespace(self.namespace)
+        vectors = self.components.loaded_vectors()
+        if vectors is not None:
+            vectors.drop_namespace(self.namespace)
+        layer = self.components.entity_layer()
+        if layer is not None:
+            layer[0].drop_namespace(self.namespace)
+        return removed
 
     # --- feedback and correction (003, 004) -----------------------------------------------------
     def reinforce(self, id_or_key: str, weight: int | None = None) -> MemoryRecord:
@@ -386,6 +396,13 @@ class Memory:
             if not newer:
                 return chain
             chain.append(newer[0])
+
+    def observe(self, role: str, content: str, session_id: str) -> str:
+        """Hot-path ingestion (004): store one user or agent message as an episode, with fast
+        NER and no LLM, and register its session for consolidation. Returns the id."""
+        from clawmemory.ingest import observe
+
+        return observe(self, role, content, session_id)
 
     # --- reading -------------------------------------------------------------------------------
     def list(
@@ -520,9 +537,11 @@ class Memory:
         layer = self.components.entity_layer()
         if layer is None:
             return []
+        from clawmemory.entities import candidate_names
+
         index, ner = layer
-        names = [m.text for m in ner.extract(query)]
-        return list(index.search(namespace, names, limit)) if names else []
+        names = candidate_names(query, ner)
+        return [tuple(h) for h in index.search(namespace, names, limit)] if names else []
 
     def _after_recall(self, hits: Sequence[Hit], now: float) -> None:
         """Side effects of a recall: access bookkeeping and (003 v2) co-recall links."""
@@ -559,6 +578,26 @@ class Memory:
         links = self.store_backend.links(self.namespace, [record.id])[record.id]
         ids = [lk.other_id for lk in links[: check_limit(limit)]]
         return self.store_backend.get_many(self.namespace, ids)
+
+    # --- entities (004) ------------------------------------------------------------------------
+    def entity_info(self, name: str, *, limit: int = 20) -> dict[str, Any]:
+        """Everything known about an entity (004 get_entity_info): its profile (canonical name,
+        type, aliases, mention count) and the memories that mention it, newest first."""
+        layer = self.components.entity_layer()
+        index = layer[0] if layer is not None else None
+        profile = index.profile(self.namespace, name) if index is not None else None
+        if index is None or profile is None:
+            raise NotFoundError(f"no entity named {name!r} in namespace {self.namespace!r}")
+        ids = index.memories_of(self.namespace, profile.id, check_limit(limit))
+        return {
+            "id": profile.id,
+            "name": profile.canonical_name,
+            "type": str(profile.type),
+            "aliases": list(profile.aliases),
+            "mention_count": profile.mention_count,
+            "summary": profile.summary,
+            "memories": self.store_backend.get_many(self.namespace, ids),
+        }
 
     # --- portability (000) ---------------------------------------------------------------------
     def export_snapshot(self) -> str:

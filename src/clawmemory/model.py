@@ -5,6 +5,7 @@ Times are Unix epoch seconds (float, UTC). Every record belongs to exactly one n
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
@@ -21,6 +22,7 @@ __all__ = [
     "KindPolicy",
     "MemoryRecord",
     "kind_policy",
+    "meta_equal",
     "normalize_kind",
 ]
 
@@ -181,7 +183,7 @@ class Filter:
             all(t in r.tags for t in self.tags),
             self.session_id is None or r.session_id == self.session_id,
             self.exclude_session_id is None or r.session_id != self.exclude_session_id,
-            all(_meta_equal(r.metadata.get(k), v) for k, v in self.metadata.items()),
+            all(meta_equal(r.metadata.get(k), v) for k, v in self.metadata.items()),
             self.source is None or r.source == self.source,
             self.created_after is None or r.created_at >= self.created_after,
             self.created_before is None or r.created_at < self.created_before,
@@ -190,13 +192,23 @@ class Filter:
         return all(checks)
 
 
-def _meta_equal(actual: Any, wanted: Any) -> bool:
-    # 001 metadata is map[string]string; compare as text so "3" finds 3, as json_extract would.
+def meta_equal(actual: Any, wanted: Any) -> bool:
+    """Whether a stored metadata value equals a filter's value. Every backend uses this
+    definition (SQLite calls it from SQL)."""
+    # 001 metadata is map[string]string; compare as text so "3" finds 3.
     if actual is None:
         return False
+    if isinstance(actual, dict | list | tuple) or isinstance(wanted, dict | list | tuple):
+        # Containers compare as JSON values: their text would depend on key order, which a
+        # backend may not keep (SQLite stores objects with sorted keys).
+        return _canonical_json(actual) == _canonical_json(wanted)
     if isinstance(actual, bool) or isinstance(wanted, bool):
         return str(actual).lower() == str(wanted).lower()
     return str(actual) == str(wanted)
+
+
+def _canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
 @dataclass(frozen=True, slots=True)

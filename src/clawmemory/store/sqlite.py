@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from clawmemory.errors import ConfigError, SchemaError, StorageError
-from clawmemory.model import Filter, MemoryRecord
+from clawmemory.model import Filter, MemoryRecord, meta_equal
 from clawmemory.store.base import Link, StoreStats, TextHit
 
 __all__ = ["SQLiteStore"]
@@ -62,11 +62,9 @@ def _lower(value: Any) -> Any:
     return value.lower() if isinstance(value, str) else value
 
 
-def meta_text(value: Any) -> str:
-    """Canonical text of a metadata value for equality filters (matches SQL below)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+def _meta_eq(actual_json: Any, wanted_json: str) -> bool:
+    actual = None if actual_json is None else json.loads(actual_json)
+    return meta_equal(actual, json.loads(wanted_json))
 
 
 def _row_to_record(row: Sequence[Any]) -> MemoryRecord:
@@ -113,12 +111,9 @@ def filter_sql(namespace: str, flt: Filter, alias: str = "m") -> tuple[str, list
         where.append(f"{a}.session_id IS NOT ?")
         args.append(flt.exclude_session_id)
     for k, v in flt.metadata.items():
-        path = '$."' + str(k).replace('"', '\\"') + '"'
-        where.append(
-            f"(CASE json_type({a}.metadata, ?) WHEN 'true' THEN 'true' WHEN 'false' THEN 'false'"
-            f" ELSE CAST(json_extract({a}.metadata, ?) AS TEXT) END) = ?"
-        )
-        args.extend([path, path, meta_text(v)])
+        sql, sql_args = _meta_sql(a, str(k), v)
+        where.append(sql)
+        args.extend(sql_args)
     if flt.source is not None:
         where.append(f"{a}.source = ?")
         args.append(flt.source)
@@ -131,6 +126,33 @@ def filter_sql(namespace: str, flt: Filter, alias: str = "m") -> tuple[str, list
     if not flt.include_invalid:
         where.append(f"{a}.valid_until IS NULL")
     return " AND ".join(where), args
+
+
+def _meta_sql(a: str, key: str, wanted: Any) -> tuple[str, list[Any]]:
+    """SQL for ``meta_equal(metadata[key], wanted)``, the definition every backend shares.
+
+    SQL reproduces it exactly for stored text, integers (compared as their JSON digits, since
+    json_extract turns integers beyond 64 bits into reals) and booleans. SQLite renders floats
+    differently from Python (1.0e+20 vs 1e+20), and containers compare as canonical JSON, so
+    those rows are checked by calling the Python definition itself."""
+    # The label is a JSON string: a backslash must be escaped too, or '\\' is a bad path.
+    path = '$."' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    text, py = str(wanted), f"clawmem_meta_eq({a}.metadata -> ?, ?)"
+    wanted_json = json.dumps(wanted, default=str)
+    if isinstance(wanted, dict | list | tuple):  # a container only ever equals a container
+        return f"json_type({a}.metadata, ?) IN ('object', 'array') AND {py}", [
+            path, path, wanted_json]
+    text_case = py if isinstance(wanted, bool) else f"json_extract({a}.metadata, ?) = ?"
+    sql = (
+        f"json_type({a}.metadata, ?) IS NOT NULL AND CASE json_type({a}.metadata, ?)"
+        f" WHEN 'text' THEN {text_case}"
+        f" WHEN 'integer' THEN ({a}.metadata -> ?) = ?"
+        f" WHEN 'true' THEN 'true' = ? WHEN 'false' THEN 'false' = ? WHEN 'null' THEN 0"
+        f" ELSE {py} END"
+    )
+    text_args = [path, wanted_json] if isinstance(wanted, bool) else [path, text]
+    return sql, [path, path, *text_args, path, text, text.lower(), text.lower(), path,
+                 wanted_json]
 
 
 def fts_query(terms: Sequence[str]) -> str:
@@ -180,6 +202,7 @@ class SQLiteStore:
         c.execute("PRAGMA foreign_keys=ON")
         # SQLite's lower() folds ASCII only; the substring fallback needs Python's Unicode one.
         c.create_scalar_function("clawmem_lower", _lower, 1, deterministic=True)
+        c.create_scalar_function("clawmem_meta_eq", _meta_eq, 2, deterministic=True)
         try:
             import sqlite_vec
 

@@ -43,6 +43,10 @@ class VectorStore(Protocol):
         """Drop cached vectors of deleted memories (the store deletes the durable rows)."""
         ...
 
+    def drop_namespace(self, namespace: str) -> None:
+        """Forget every cached vector of a namespace whose records were all deleted."""
+        ...
+
     def missing(self, namespace: str, limit: int) -> list[str]:
         """Ids of memories that have no vector yet (for reindex/backfill)."""
         ...

@@ -81,6 +81,13 @@ class MemoryVectors:
         with self._lock:
             return self._matrix(namespace).similarities(query, ids)
 
+    def drop_namespace(self, namespace: str) -> None:
+        with self._lock:
+            matrix = self._matrices.pop(namespace, None)
+            if matrix is not None and self._persisted is not None:
+                for i in matrix.ids():
+                    self._persisted.pop(i, None)
+
     def forget(self, namespace: str, ids: Sequence[str]) -> None:
         with self._lock:
             if namespace in self._matrices:

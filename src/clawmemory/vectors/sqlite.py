@@ -128,6 +128,16 @@ class SQLiteVectors:
         with self._lock:
             return self._sync(namespace).matrix.similarities(query, ids)
 
+    def drop_namespace(self, namespace: str) -> None:
+        with self._lock:
+            self._caches.pop(namespace, None)
+            if self.dimension is not None:
+                with self.store.write():
+                    self.store.conn.execute("DELETE FROM vec_memories WHERE namespace = ?",
+                                            (namespace,))
+                    self.store.conn.execute("DELETE FROM vec_log WHERE namespace = ?",
+                                            (namespace,))
+
     def forget(self, namespace: str, ids: Sequence[str]) -> None:
         with self._lock:
             cache = self._caches.get(namespace)

@@ -1,0 +1,245 @@
+"""Speed benchmark (not a test): prints tables of latency and throughput.
+
+    .venv/bin/python bench/speed.py                         # 10k and 100k, keyword + hybrid
+    .venv/bin/python bench/speed.py --sizes 10000 --no-embed  # keyword only, quick
+    .venv/bin/python bench/speed.py --million               # adds the 1M vector search row
+
+Rows:
+* store p50/p95: ``Memory.store`` one at a time into a database already holding N memories;
+* bulk: ``Memory.store_many`` throughput while filling the database (no embedder);
+* keyword recall p50/p95 at N;
+* hybrid recall p50/p95 at N, and the query embedding time alone (same queries, model loaded).
+  Stored vectors at 100k/1M are random unit vectors: search cost does not depend on their
+  values, and embedding 100k texts with MiniLM on 2 cores would take most of an hour;
+* ingest with embeddings vs the model's raw batch throughput on the same texts, same run;
+* observe (004 hot path): an episode with fast NER and its embedding, one at a time.
+
+Text is synthetic (Zipf-distributed words) mixed with real dialogue turns from LoCoMo
+(--data; never copied into the repository). Run it on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from clawmemory import Memory, Settings
+
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "bench" / "locomo" / "locomo10.json"
+console = Console(width=140)
+
+
+def real_sentences(path: Path) -> list[str]:
+    if not path.exists():
+        return []
+    out = []
+    for conv in json.loads(path.read_text(encoding="utf-8")):
+        c = conv["conversation"]
+        for k, v in c.items():
+            if k.startswith("session_") and isinstance(v, list):
+                out.extend(t["text"] for t in v)
+    return out
+
+
+class Corpus:
+    """Synthetic sentences from a Zipf vocabulary, interleaved with real sentences."""
+
+    def __init__(self, real: list[str], seed: int = 7) -> None:
+        self.rng = random.Random(seed)
+        words = sorted({w.strip(".,!?\"'()").lower() for s in real for w in s.split()} - {""})
+        self.vocab = words or [f"w{i}" for i in range(20000)]
+        weights = [1 / (i + 1) for i in range(len(self.vocab))]
+        self.rng.shuffle(self.vocab)
+        self.cum = list(np.cumsum(weights) / sum(weights))
+        self.real = real
+
+    def sentence(self, i: int) -> str:
+        if self.real and i % 3 == 0:
+            return self.real[(i // 3) % len(self.real)]
+        n = self.rng.randint(6, 24)
+        picks = np.searchsorted(self.cum, [self.rng.random() for _ in range(n)])
+        return " ".join(self.vocab[min(int(p), len(self.vocab) - 1)] for p in picks).capitalize()
+
+    def queries(self, n: int) -> list[str]:
+        return [" ".join(self.sentence(self.rng.randint(1, 10**6)).split()[:5]) for _ in range(n)]
+
+
+def pct(xs: Sequence[float]) -> tuple[float, float]:
+    ms = [x * 1000 for x in xs]
+    return statistics.median(ms), statistics.quantiles(ms, n=20)[-1]
+
+
+def timed(fn: Callable[[], Any], n: int) -> list[float]:
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t)
+    return out
+
+
+class RandomVectors:
+    """Bench-only embedder: the real model's name, dimension and query embeddings, random unit
+    vectors for stored documents (see the module docstring)."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+        self.rng = np.random.default_rng(0)
+
+    @property
+    def name(self) -> str:
+        return str(self.real.name)
+
+    @property
+    def dimension(self) -> int:
+        return int(self.real.dimension)
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        m = self.rng.standard_normal((len(texts), self.dimension)).astype(np.float32)
+        return m / np.linalg.norm(m, axis=1, keepdims=True)
+
+    def embed_query(self, text: str) -> Any:
+        return self.real.embed_query(text)
+
+
+def fill(mem: Memory, corpus: Corpus, start: int, n: int) -> float:
+    t = time.perf_counter()
+    batch = 5000
+    for lo in range(start, start + n, batch):
+        mem.store_many(({"content": corpus.sentence(i), "tags": [f"t{i % 50}"]}
+                        for i in range(lo, min(lo + batch, start + n))), batch_size=batch)
+    return n / (time.perf_counter() - t)
+
+
+def size_rows(args: argparse.Namespace, corpus: Corpus, real_embedder: Any) -> list[list[str]]:
+    rows = []
+    folder = Path(tempfile.mkdtemp(prefix="clawmem-speed-"))
+    embedder = RandomVectors(real_embedder) if real_embedder is not None else None
+    settings = Settings(db=folder / "speed.db")
+    settings.entities.enabled = False  # NER cost is measured in the observe row
+    mem = Memory.open(settings=settings, embedder=embedder)
+    have = 0
+    queries = corpus.queries(args.queries)
+    raw_query = getattr(real_embedder, "inner", real_embedder)  # bypasses the query cache
+    for size in args.sizes:
+        bulk = fill(mem, corpus, have, size - have)
+        have = size
+        s50, s95 = pct(timed(lambda: mem.store(corpus.sentence(random.randint(0, 10**6))), 300))
+        k50, k95 = pct(timed_iter(lambda q: mem.recall(q, mode="keyword", touch=False), queries))
+        row = [f"{size:,}", f"{bulk:,.0f}", f"{s50:.2f}", f"{s95:.2f}", f"{k50:.2f}", f"{k95:.2f}"]
+        if embedder is not None:
+            e50, _ = pct(timed_iter(raw_query.embed_query, queries))
+            # A fresh text per call, so the query embedding is computed, not cached.
+            h50, h95 = pct(timed_iter(
+                lambda q, n=size: mem.recall(f"{q} {n}", mode="hybrid", touch=False), queries))
+            row += [f"{e50:.2f}", f"{h50:.2f}", f"{h95:.2f}", f"{h50 - e50:.2f}"]
+        rows.append(row)
+        console.print(f"  measured {size:,}")
+    mem.close()
+    return rows
+
+
+def million_row(dim: int, k: int = 25) -> list[str]:
+    """Vector search alone at 1M: exact float32 and binary pre-selection + exact rescoring."""
+    from clawmemory.vectors.matrix import VectorMatrix
+
+    rng = np.random.default_rng(1)
+    out = []
+    for threshold, label in ((10**9, "exact"), (0, "binary+rescore")):
+        m = VectorMatrix(dim, binary_threshold=threshold)
+        for lo in range(0, 1_000_000, 100_000):
+            block = rng.standard_normal((100_000, dim)).astype(np.float32)
+            m.upsert((f"m{lo + i}", block[i]) for i in range(100_000))
+        qs = rng.standard_normal((30, dim)).astype(np.float32)
+        m.search(qs[0], k)  # build the bit codes once
+        p50, p95 = pct(timed_iter(lambda q, idx=m: idx.search(q, k), qs))
+        out.append(f"{label}: p50 {p50:.1f} ms, p95 {p95:.1f} ms")
+    return out
+
+
+def timed_iter(fn: Callable[[Any], Any], items: Any) -> list[float]:
+    out = []
+    for it in items:
+        t = time.perf_counter()
+        fn(it)
+        out.append(time.perf_counter() - t)
+    return out
+
+
+def ingest_rows(corpus: Corpus, real_embedder: Any, n: int) -> list[str]:
+    """Bulk ingest with real embeddings vs the model's raw batch throughput, same texts."""
+    texts = [corpus.sentence(i) for i in range(n)]
+    inner = getattr(real_embedder, "inner", real_embedder)
+    inner.embed(texts[:64])  # load + warm up
+    t = time.perf_counter()
+    inner.embed(texts)
+    raw = n / (time.perf_counter() - t)
+    folder = Path(tempfile.mkdtemp(prefix="clawmem-ingest-"))
+    mem = Memory.open(settings=Settings(db=folder / "ingest.db"), embedder=real_embedder)
+    t = time.perf_counter()
+    mem.store_many({"content": s} for s in texts)
+    ingest = n / (time.perf_counter() - t)
+    obs = []
+    from clawmemory import ingest as hot
+
+    for i in range(200):
+        t = time.perf_counter()
+        hot.observe(mem, "user", corpus.sentence(10**6 + i), session_id="bench")
+        obs.append(time.perf_counter() - t)
+    o50, o95 = pct(obs)
+    mem.close()
+    return [f"{raw:,.0f}", f"{ingest:,.0f}", f"{ingest / raw:.2f}", f"{o50:.1f}", f"{o95:.1f}"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--sizes", default="10000,100000",
+                   type=lambda s: [int(x) for x in s.split(",")])
+    p.add_argument("--queries", type=int, default=200)
+    p.add_argument("--data", default=str(DEFAULT_DATA))
+    p.add_argument("--no-embed", action="store_true", help="keyword rows only")
+    p.add_argument("--million", action="store_true", help="also time vector search at 1M")
+    p.add_argument("--ingest-n", type=int, default=2000)
+    args = p.parse_args(argv)
+    corpus = Corpus(real_sentences(Path(args.data)))
+    real = None
+    if not args.no_embed:
+        from clawmemory.embed import make_embedder
+
+        real = make_embedder("local")
+        real.embed_query("warm up")  # type: ignore[union-attr]
+    t = Table(title="Store and recall (ms; bulk in memories/s)")
+    for col in ["memories", "bulk/s", "store p50", "store p95", "keyword p50", "keyword p95"]:
+        t.add_column(col, justify="right")
+    if real is not None:
+        for col in ["query embed p50", "hybrid p50", "hybrid p95", "hybrid − embed"]:
+            t.add_column(col, justify="right")
+    for row in size_rows(args, corpus, real):
+        t.add_row(*row)
+    console.print(t)
+    if real is not None:
+        t2 = Table(title=f"Ingest with embeddings ({args.ingest_n} texts) and observe()")
+        for col in ["model raw/s", "store_many/s", "ratio", "observe p50 ms", "observe p95 ms"]:
+            t2.add_column(col, justify="right")
+        t2.add_row(*ingest_rows(corpus, real, args.ingest_n))
+        console.print(t2)
+    if args.million:
+        for line in million_row(384):
+            console.print(f"1M × 384 vector search, {line}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -86,8 +86,6 @@ def test_fts_query_quotes_any_term(terms: list[str]) -> None:
         conn.execute("SELECT * FROM t WHERE t MATCH ?", (fts_query(terms),)).fetchall()
 
 
-# --- snapshot round trip -------------------------------------------------------------------------
-
 TEXT = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"),
                min_size=1, max_size=40)
 CONTENT = TEXT.filter(lambda s: s.strip() != "")
@@ -101,6 +99,43 @@ JSON_VALUE = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3),
     max_leaves=6)
 METADATA = st.dictionaries(TEXT, JSON_VALUE, max_size=4)
+
+
+# --- metadata filters ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def meta_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SQLiteStore]:
+    store = SQLiteStore(tmp_path_factory.mktemp("meta") / "memory.db")
+    yield store
+    store.close()
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(key=TEXT, values=st.lists(JSON_VALUE, min_size=1, max_size=6), data=st.data())
+@example(key="k", values=[1e20, [1, 2], {"b": 1}, "True", 2**70], data=None)
+def test_sqlite_metadata_filter_matches_the_reference(
+    meta_store: SQLiteStore, key: str, values: list[Any], data: Any
+) -> None:
+    """SQLite's metadata filter agrees with Filter.matches for any key and any JSON values."""
+    ns = uuid.uuid4().hex
+    recs = [MemoryRecord(id=f"r{i}", namespace=ns, content="x", metadata={key: v},
+                         created_at=START, updated_at=START) for i, v in enumerate(values)]
+    recs.append(MemoryRecord(id="no-key", namespace=ns, content="x", created_at=START,
+                             updated_at=START))
+    meta_store.put_many(recs, skip_existing_keys=False)
+    candidates = [*values, *(str(v) for v in values), True, False, 1, "1"]
+    wanted = [data.draw(st.sampled_from(candidates) | JSON_VALUE)] if data else candidates
+    for w in wanted:
+        flt = Filter(metadata={key: w})
+        want = {r.id for r in recs if flt.matches(r)}
+        assert {r.id for r in meta_store.list(ns, flt, limit=100)} == want, w
+        assert meta_store.count(ns, flt) == len(want), w
+
+
+# --- snapshot round trip -------------------------------------------------------------------------
+
 
 
 @st.composite

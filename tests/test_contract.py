@@ -521,8 +521,6 @@ def test_recall_ignores_diacritics(mem: Memory) -> None:
     assert [h.memory.id for h in mem.recall("nai\u0308ve")] == [naive]
 
 
-@pytest.mark.xfail(strict=True, reason="search/pipeline.py _with_matched_terms compares"
-                   " stem(term) with diacritic-folded tokens, so 'café' is never a matched term")
 def test_matched_terms_ignore_diacritics(mem: Memory) -> None:
     mem.store("We met at the Café Central")
     mem.store("tea house downtown")

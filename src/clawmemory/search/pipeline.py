@@ -27,7 +27,7 @@ from clawmemory.model import Explanation, Filter, Hit
 from clawmemory.search.ranking import factors
 from clawmemory.search.sanitize import content_terms, like_tokens, sanitize_terms
 from clawmemory.store.base import RankInfo, Store
-from clawmemory.store.memory import stem, tokenize
+from clawmemory.store.memory import tokenize
 from clawmemory.vectors.base import VectorStore
 
 __all__ = ["Candidates", "RecallRequest", "Retriever"]
@@ -269,7 +269,7 @@ class Retriever:
                 stems = set(
                     tokenize(f"{r.key or ''} {r.content} {' '.join(r.tags)} {r.source or ''}")
                 )
-                words = [t for t in terms if stem(t) in stems]
+                words = [t for t in terms if (tt := tokenize(t)) and set(tt) <= stems]
             if r.id in entity_names and "entity" in h.explain.lists:
                 words.append(f"entity:{entity_names[r.id]}")
             e = h.explain

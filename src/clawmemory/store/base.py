@@ -10,11 +10,11 @@ from __future__ import annotations
 import builtins
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from clawmemory.model import Filter, MemoryRecord
 
-__all__ = ["ORDERS", "Link", "RankInfo", "Store", "StoreStats", "TextHit"]
+__all__ = ["ORDERS", "OUTCOMES", "Link", "RankInfo", "RunRecord", "Store", "StoreStats", "TextHit"]
 
 # list() orderings every backend supports.
 ORDERS = ("newest", "oldest", "score", "accessed")
@@ -60,6 +60,37 @@ class StoreStats:
     oldest: float | None = None
     size_bytes: int | None = None
     path: str | None = None
+
+
+# How a maintenance run ended.
+OUTCOMES = ("ok", "skipped", "failed")
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """One recorded maintenance run (``maintenance_runs``): which job, when, what it changed
+    (``counts``), how it ended (one of ``OUTCOMES``) and a one-line message."""
+
+    id: int
+    namespace: str
+    job: str
+    started_at: float
+    finished_at: float
+    outcome: str
+    counts: dict[str, int] = field(default_factory=dict)
+    message: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "namespace": self.namespace,
+            "job": self.job,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "outcome": self.outcome,
+            "counts": dict(self.counts),
+            "message": self.message,
+        }
 
 
 @runtime_checkable
@@ -148,3 +179,53 @@ class Store(Protocol):
     def namespaces(self) -> builtins.list[str]: ...
 
     def stats(self, namespace: str) -> StoreStats: ...
+
+    # --- lifecycle: soft delete, archive (003), maintenance runs --------------------------------
+    def drop_derived(self, namespace: str, ids: Sequence[str]) -> None:
+        """Delete what search derived from these records and the store keeps (vectors, entity
+        links) while keeping the records: what a soft delete (004 decay) drops."""
+        ...
+
+    def archive(self, namespace: str, ids: Sequence[str], *, at: float) -> int:
+        """Move records to the archive (003 pruning): they leave the live set with everything
+        derived from them (index rows, links, entity links, vectors) but stay full-text
+        searchable with ``archive_search``. ``at`` is the archive time. Returns how many moved."""
+        ...
+
+    def archive_search(
+        self, namespace: str, terms: Sequence[str], limit: int
+    ) -> builtins.list[MemoryRecord]:
+        """Archived records matching any of ``terms`` (already sanitised), best first (BM25)."""
+        ...
+
+    def archive_count(self, namespace: str) -> int: ...
+
+    def restore(self, namespace: str, id_: str) -> MemoryRecord | None:
+        """Move an archived record back into the live set, or None when it is not archived. If
+        its key is taken by a live memory meanwhile, it comes back without a key."""
+        ...
+
+    def live_size_bytes(self) -> int | None:
+        """Bytes the live data takes (records and their indexes; not the archive, not free
+        space), or None when the backend cannot tell. Size-based pruning compares this with its
+        limit: a database file does not shrink when rows move to an archive inside it."""
+        ...
+
+    def record_run(
+        self,
+        namespace: str,
+        job: str,
+        started_at: float,
+        finished_at: float,
+        outcome: str,
+        counts: dict[str, int],
+        message: str,
+    ) -> RunRecord:
+        """Record one maintenance run and return it with its id."""
+        ...
+
+    def runs(
+        self, namespace: str, limit: int, *, job: str | None = None
+    ) -> builtins.list[RunRecord]:
+        """Recorded maintenance runs, newest first (only ``job``'s when given)."""
+        ...

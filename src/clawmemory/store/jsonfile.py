@@ -9,6 +9,7 @@ process; use SQLite when several processes share a store.
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 import tempfile
@@ -20,7 +21,7 @@ from typing import Any
 from clawmemory.errors import StorageError
 from clawmemory.model import DEFAULT_NAMESPACE, MemoryRecord
 from clawmemory.snapshot import parse_snapshot
-from clawmemory.store.base import Link, StoreStats
+from clawmemory.store.base import Link, RunRecord, StoreStats
 from clawmemory.store.memory import MemoryStore
 
 __all__ = ["JSONFileStore"]
@@ -34,7 +35,7 @@ class JSONFileStore(MemoryStore):
     def __init__(self, path: str | Path, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.path = Path(path)
-        self.embeddings: dict[str, list[float]] = {}
+        self.embeddings: dict[str, builtins.list[float]] = {}
         self._batch = 0
         if self.path.exists():
             self._load()
@@ -53,18 +54,25 @@ class JSONFileStore(MemoryStore):
         entries = doc if isinstance(doc, list) else doc.get("entries", [])
         if isinstance(doc, dict):
             self.embeddings = dict(doc.get("embeddings") or {})
-        by_ns: dict[str, list[dict[str, Any]]] = {}
+            self._load_lifecycle(doc)
+        by_ns: dict[str, builtins.list[dict[str, Any]]] = {}
         for e in entries:
             by_ns.setdefault(str(e.get("namespace") or DEFAULT_NAMESPACE), []).append(e)
         for ns, items in by_ns.items():
-            parsed = parse_snapshot(json.dumps(items), namespace=ns, now=0.0,
-                                    max_chars=10**9, source=str(self.path))
+            parsed = parse_snapshot(
+                json.dumps(items), namespace=ns, now=0.0, max_chars=10**9, source=str(self.path)
+            )
             MemoryStore.put_many(self, parsed.records, skip_existing_keys=True, links=[])
             for e, r in zip(items, parsed.records, strict=True):
                 for d in e.get("link_details") or []:
-                    MemoryStore.link(self, ns, r.id, str(d["id"]),
-                                     strength=float(d.get("strength", 1.0)) / 2,
-                                     origin=str(d.get("origin", "manual")))
+                    MemoryStore.link(
+                        self,
+                        ns,
+                        r.id,
+                        str(d["id"]),
+                        strength=float(d.get("strength", 1.0)) / 2,
+                        origin=str(d.get("origin", "manual")),
+                    )
             if not any(e.get("link_details") for e in items):
                 # 000 lists each link at both ends: the second mention is the same link, so it
                 # must not add its strength again.
@@ -82,10 +90,16 @@ class JSONFileStore(MemoryStore):
                 d["category"] = r.kind if r.kind in ("core", "conversation") else "knowledge"
                 d["timestamp"] = int(r.created_at)
                 d["links"] = [names.get(lk.other_id, lk.other_id) for lk in links[r.id]]
-                d["link_details"] = [{"id": lk.other_id, "strength": lk.strength,
-                                      "origin": lk.origin} for lk in links[r.id]]
+                d["link_details"] = [
+                    {"id": lk.other_id, "strength": lk.strength, "origin": lk.origin}
+                    for lk in links[r.id]
+                ]
                 entries.append(d)
-        doc: Any = {"entries": entries, "embeddings": self.embeddings} if self.embeddings else entries
+        doc: Any = (
+            {"entries": entries, "embeddings": self.embeddings} if self.embeddings else entries
+        )
+        if extra := self._lifecycle_doc():
+            doc = {"entries": entries, "embeddings": self.embeddings, **extra}
         _atomic_write(self.path, json.dumps(doc, ensure_ascii=False))
 
     @contextmanager
@@ -107,16 +121,27 @@ class JSONFileStore(MemoryStore):
 
     def _reload(self) -> None:
         self._ns.clear()
+        self._life.drop_all()
         self.embeddings = {}
         if self.path.exists():
             self._load()
+
+    def flush(self) -> None:
+        """Write the file now (after embeddings changed, which no record write covers)."""
+        with self._persisting():
+            pass
 
     def put(self, record: MemoryRecord) -> tuple[MemoryRecord, bool]:
         with self._persisting():
             return super().put(record)
 
-    def put_many(self, records: Sequence[MemoryRecord], *, skip_existing_keys: bool,
-                 links: Sequence[tuple[str, str, float, str]] = ()) -> list[tuple[MemoryRecord, bool]]:
+    def put_many(
+        self,
+        records: Sequence[MemoryRecord],
+        *,
+        skip_existing_keys: bool,
+        links: Sequence[tuple[str, str, float, str]] = (),
+    ) -> builtins.list[tuple[MemoryRecord, bool]]:
         with self._persisting():
             return super().put_many(records, skip_existing_keys=skip_existing_keys, links=links)
 
@@ -148,14 +173,83 @@ class JSONFileStore(MemoryStore):
         with self._persisting():
             return super().unlink(namespace, a, b)
 
-    def links(self, namespace: str, ids: Sequence[str]) -> dict[str, list[Link]]:
+    def links(self, namespace: str, ids: Sequence[str]) -> dict[str, builtins.list[Link]]:
         return super().links(namespace, ids)
 
     def stats(self, namespace: str) -> StoreStats:
         s = super().stats(namespace)
         size = self.path.stat().st_size if self.path.exists() else 0
-        return StoreStats(s.backend, s.total, s.by_kind, s.invalidated, s.links, s.newest,
-                          s.oldest, size, str(self.path))
+        return StoreStats(
+            s.backend,
+            s.total,
+            s.by_kind,
+            s.invalidated,
+            s.links,
+            s.newest,
+            s.oldest,
+            size,
+            str(self.path),
+        )
+
+    # --- lifecycle: archive (003) and maintenance runs, kept in the same file -------------------
+    def _lifecycle_doc(self) -> dict[str, Any]:
+        """The archive and the runs as extra keys of the object shape (none when empty, so a
+        file without them keeps 000's array shape)."""
+        archive = [{"record": r.to_dict(), "archived_at": at}
+                   for ns in sorted(self._life.namespaces()) for r, at in self.archived(ns)]
+        runs = [run.to_dict() for ns in sorted(self._life.runs)
+                for run in sorted(self._life.runs[ns], key=lambda r: r.id)]
+        extra: dict[str, Any] = {}
+        if archive:
+            extra["archive"] = archive
+        if runs:
+            extra["maintenance_runs"] = runs
+        return extra
+
+    def _load_lifecycle(self, doc: dict[str, Any]) -> None:
+        for item in doc.get("archive") or []:
+            r = MemoryRecord.from_dict(item["record"])
+            self._archive_store()._write(r)
+            self._life.archived_at[(r.namespace, r.id)] = float(item.get("archived_at") or 0.0)
+        for d in doc.get("maintenance_runs") or []:
+            run = RunRecord(int(d["id"]), str(d["namespace"]), str(d["job"]),
+                            float(d["started_at"]), float(d["finished_at"]), str(d["outcome"]),
+                            {str(k): int(v) for k, v in dict(d.get("counts") or {}).items()},
+                            str(d.get("message") or ""))
+            self._life.runs[run.namespace].append(run)
+            self._life.run_ids = max(self._life.run_ids, run.id)
+
+    def archive(self, namespace: str, ids: Sequence[str], *, at: float) -> int:
+        with self._persisting():
+            for r in self.get_many(namespace, ids):
+                self.embeddings.pop(r.id, None)
+            return super().archive(namespace, ids, at=at)
+
+    def restore(self, namespace: str, id_: str) -> MemoryRecord | None:
+        with self._persisting():
+            return super().restore(namespace, id_)
+
+    def live_size_bytes(self) -> int | None:
+        # Measured as the file would be without the archive and runs (written the same way).
+        with self._lock:
+            size = self.path.stat().st_size if self.path.exists() else 0
+            extra = self._lifecycle_doc()
+            return max(0, size - len(json.dumps(extra, ensure_ascii=False).encode())) \
+                if extra else size
+
+    def record_run(
+        self,
+        namespace: str,
+        job: str,
+        started_at: float,
+        finished_at: float,
+        outcome: str,
+        counts: dict[str, int],
+        message: str,
+    ) -> RunRecord:
+        with self._persisting():
+            return super().record_run(namespace, job, started_at, finished_at, outcome, counts,
+                                      message)
 
 
 def _atomic_write(path: Path, text: str) -> None:

@@ -7,6 +7,7 @@ delete semantics); only the raw relevance numbers differ from FTS5's. Thread-saf
 
 from __future__ import annotations
 
+import builtins
 import math
 import re
 import threading
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from clawmemory.model import Filter, MemoryRecord
-from clawmemory.store.base import Link, StoreStats, TextHit
+from clawmemory.store.base import Link, RankInfo, RunRecord, StoreStats, TextHit
 
 __all__ = ["MemoryStore", "stem", "tokenize"]
 
@@ -39,7 +40,7 @@ def stem(word: str) -> str:
     return str(_stemmer().stemWord(word))
 
 
-def tokenize(text: str) -> list[str]:
+def tokenize(text: str) -> builtins.list[str]:
     """Lower-cased, stemmed word tokens (close to FTS5's porter unicode61 tokenizer)."""
     return [stem(w) for w in _WORD.findall(_fold(text.lower()).replace("_", " "))]
 
@@ -78,6 +79,7 @@ class MemoryStore:
         self._lock = threading.RLock()
         self._weights = dict(zip(_FIELDS, weights, strict=True))
         self._counter = 0
+        self._life = _Lifecycle()  # archive and maintenance runs
 
     def close(self) -> None:
         pass
@@ -142,7 +144,7 @@ class MemoryStore:
         *,
         skip_existing_keys: bool,
         links: Sequence[tuple[str, str, float, str]] = (),
-    ) -> list[tuple[MemoryRecord, bool]]:
+    ) -> builtins.list[tuple[MemoryRecord, bool]]:
         if not records:
             return []  # links need a namespace, and a batch without records has none
         with self._lock:
@@ -166,7 +168,7 @@ class MemoryStore:
             rid = id_or_key if id_or_key in ns.records else ns.by_key.get(id_or_key)
             return ns.records.get(rid) if rid else None
 
-    def get_many(self, namespace: str, ids: Sequence[str]) -> list[MemoryRecord]:
+    def get_many(self, namespace: str, ids: Sequence[str]) -> builtins.list[MemoryRecord]:
         with self._lock:
             ns = self._ns.get(namespace)
             return [ns.records[i] for i in ids if i in ns.records] if ns else []
@@ -197,16 +199,17 @@ class MemoryStore:
 
     def delete_namespace(self, namespace: str) -> int:
         with self._lock:
+            self._life.drop(namespace)
             ns = self._ns.pop(namespace, None)
             return len(ns.records) if ns else 0
 
-    def _select(self, namespace: str, flt: Filter) -> list[MemoryRecord]:
+    def _select(self, namespace: str, flt: Filter) -> builtins.list[MemoryRecord]:
         ns = self._ns.get(namespace)
         return [r for r in ns.records.values() if flt.matches(r)] if ns else []
 
     def list(
         self, namespace: str, flt: Filter, *, limit: int, offset: int = 0, order: str = "newest"
-    ) -> list[MemoryRecord]:
+    ) -> builtins.list[MemoryRecord]:
         with self._lock:
             rows = self._select(namespace, flt)
             seq = self._ns[namespace].seq if rows else {}
@@ -216,7 +219,7 @@ class MemoryStore:
                 "score": lambda r: (-r.score, -r.created_at),
                 "accessed": lambda r: -(r.last_accessed or r.created_at),
             }
-            rows.sort(key=keys[order])  # type: ignore[arg-type]
+            rows.sort(key=keys[order])
             return rows[offset: offset + limit]
 
     def count(self, namespace: str, flt: Filter) -> int:
@@ -234,7 +237,7 @@ class MemoryStore:
     # --- keyword search ------------------------------------------------------------------------
     def keyword_search(
         self, namespace: str, terms: Sequence[str], flt: Filter, *, limit: int
-    ) -> list[TextHit]:
+    ) -> builtins.list[TextHit]:
         with self._lock:
             ns = self._ns.get(namespace)
             if ns is None or not ns.records:
@@ -252,10 +255,18 @@ class MemoryStore:
                 idf = max(math.log((n - len(docs) + 0.5) / (len(docs) + 0.5)), 1e-6)
                 for rid in docs:
                     scores[rid] += idf * self._term_weight(ns.tf[rid], term, avg)
-            hits = [TextHit(ns.records[rid], s) for rid, s in scores.items()
+            hits = [TextHit(_info(ns.records[rid]), s) for rid, s in scores.items()
                     if flt.matches(ns.records[rid])]
-            hits.sort(key=lambda h: (-h.relevance, -ns.seq[h.record.id]))
+            hits.sort(key=lambda h: (-h.relevance, -ns.seq[h.info.id]))
             return hits[:limit]
+
+    def rank_info(self, namespace: str, ids: Sequence[str], flt: Filter) -> dict[str, RankInfo]:
+        with self._lock:
+            ns = self._ns.get(namespace)
+            if ns is None:
+                return {}
+            return {i: _info(ns.records[i]) for i in ids
+                    if i in ns.records and flt.matches(ns.records[i])}
 
     def _term_weight(self, tf: dict[str, Counter[str]], term: str, avg: dict[str, float]) -> float:
         total = 0.0
@@ -267,20 +278,9 @@ class MemoryStore:
                     freq + K1 * (1 - B + B * length / avg[f]))
         return total
 
-    def matched_terms(
-        self, namespace: str, ids: Sequence[str], terms: Sequence[str]
-    ) -> dict[str, list[str]]:
-        with self._lock:
-            ns = self._ns.get(namespace)
-            out: dict[str, list[str]] = {}
-            for rid in ids:
-                tf = ns.tf.get(rid, {}) if ns else {}
-                out[rid] = [t for t in terms if _matches(tokenize(t), tf)]
-            return out
-
     def like_search(
         self, namespace: str, tokens: Sequence[str], flt: Filter, *, limit: int
-    ) -> list[TextHit]:
+    ) -> builtins.list[TextHit]:
         with self._lock:
             low = [t.lower() for t in tokens if t][:16]
             hits = []
@@ -288,8 +288,8 @@ class MemoryStore:
                 text, key = r.content.lower(), (r.key or "").lower()
                 found = sum(1 for t in low if t in text or t in key)
                 if found:
-                    hits.append(TextHit(r, float(found)))
-            hits.sort(key=lambda h: (-h.relevance, -h.record.created_at))
+                    hits.append(TextHit(_info(r), float(found)))
+            hits.sort(key=lambda h: (-h.relevance, -h.info.created_at))
             return hits[:limit]
 
     # --- graph ---------------------------------------------------------------------------------
@@ -316,9 +316,9 @@ class MemoryStore:
             ns = self._ns.get(namespace)
             return bool(ns and ns.links.pop((min(a, b), max(a, b)), None))
 
-    def links(self, namespace: str, ids: Sequence[str]) -> dict[str, list[Link]]:
+    def links(self, namespace: str, ids: Sequence[str]) -> dict[str, builtins.list[Link]]:
         with self._lock:
-            out: dict[str, list[Link]] = {i: [] for i in ids}
+            out: dict[str, builtins.list[Link]] = {i: [] for i in ids}
             ns = self._ns.get(namespace)
             for (a, b), lk in (ns.links.items() if ns else ()):
                 if a in out:
@@ -330,7 +330,7 @@ class MemoryStore:
             return out
 
     # --- housekeeping --------------------------------------------------------------------------
-    def namespaces(self) -> list[str]:
+    def namespaces(self) -> builtins.list[str]:
         with self._lock:
             return sorted(n for n, ns in self._ns.items() if ns.records)
 
@@ -346,12 +346,123 @@ class MemoryStore:
                 newest=max(times, default=None), oldest=min(times, default=None),
             )
 
+    # --- lifecycle: soft delete, archive (003), maintenance runs --------------------------------
+    def drop_derived(self, namespace: str, ids: Sequence[str]) -> None:
+        pass  # vectors and entity links of this backend live in the engine's components
 
-def _matches(tokens: list[str], tf: dict[str, Counter[str]]) -> bool:
-    return bool(tokens) and all(any(tok in c for c in tf.values()) for tok in tokens)
+    def _archive_store(self) -> MemoryStore:
+        # The archive is a second store of the same kind: the same BM25 index, so archive
+        # search ranks as recall does. Built on first use (a store cannot build one in __init__).
+        if self._life.store is None:
+            w = self._weights
+            self._life.store = MemoryStore((w["key"], w["content"], w["tags"], w["source"]))
+        return self._life.store
+
+    def archive(self, namespace: str, ids: Sequence[str], *, at: float) -> int:
+        with self._lock:
+            arch = self._archive_store()
+            records = self.get_many(namespace, list(dict.fromkeys(ids)))
+            for r in records:
+                # _write, not put: archived records may share a key, and none may merge.
+                arch.delete(namespace, [r.id])
+                arch._write(r)
+                self._life.archived_at[(namespace, r.id)] = at
+            return self.delete(namespace, [r.id for r in records])
+
+    def archive_search(
+        self, namespace: str, terms: Sequence[str], limit: int
+    ) -> builtins.list[MemoryRecord]:
+        with self._lock:
+            arch = self._archive_store()
+            hits = arch.keyword_search(namespace, terms, Filter(include_invalid=True), limit=limit)
+            return arch.get_many(namespace, [h.info.id for h in hits])
+
+    def archive_count(self, namespace: str) -> int:
+        with self._lock:
+            return self._archive_store().count(namespace, Filter(include_invalid=True))
+
+    def restore(self, namespace: str, id_: str) -> MemoryRecord | None:
+        with self._lock:
+            arch = self._archive_store()
+            found = arch.get_many(namespace, [id_])
+            if not found:
+                return None
+            record = found[0]
+            if record.key and self.get(namespace, record.key) is not None:
+                record = record.evolve(key=None)  # the live memory owns the key now
+            self.put(record)
+            arch.delete(namespace, [id_])
+            self._life.archived_at.pop((namespace, id_), None)
+            return record
+
+    def archived(self, namespace: str) -> builtins.list[tuple[MemoryRecord, float]]:
+        """Every archived record of the namespace with its archive time (for persistence)."""
+        with self._lock:
+            arch = self._archive_store()
+            rows = arch.list(namespace, Filter(include_invalid=True), limit=10**9, order="oldest")
+            return [(r, self._life.archived_at.get((namespace, r.id), 0.0)) for r in rows]
+
+    def live_size_bytes(self) -> int | None:
+        return None  # nothing on disk to measure: size-based pruning does not apply
+
+    def record_run(
+        self,
+        namespace: str,
+        job: str,
+        started_at: float,
+        finished_at: float,
+        outcome: str,
+        counts: dict[str, int],
+        message: str,
+    ) -> RunRecord:
+        with self._lock:
+            self._life.run_ids += 1
+            run = RunRecord(self._life.run_ids, namespace, job, started_at, finished_at, outcome,
+                            dict(counts), message)
+            self._life.runs[namespace].append(run)
+            return run
+
+    def runs(
+        self, namespace: str, limit: int, *, job: str | None = None
+    ) -> builtins.list[RunRecord]:
+        with self._lock:
+            found = [r for r in self._life.runs.get(namespace, []) if job is None or r.job == job]
+            found.sort(key=lambda r: (-r.started_at, -r.id))
+            return found[:limit]
+
+
+@dataclass
+class _Lifecycle:
+    """What a namespace keeps besides live records: archived ones and maintenance runs."""
+
+    store: MemoryStore | None = None
+    archived_at: dict[tuple[str, str], float] = field(default_factory=dict)
+    runs: defaultdict[str, builtins.list[RunRecord]] = field(
+        default_factory=lambda: defaultdict(list))
+    run_ids: int = 0
+
+    def namespaces(self) -> builtins.list[str]:
+        return sorted({ns for ns, _ in self.archived_at})
+
+    def drop_all(self) -> None:
+        self.store, self.run_ids = None, 0
+        self.archived_at.clear()
+        self.runs.clear()
+
+    def drop(self, namespace: str) -> None:
+        if self.store is not None:
+            self.store.delete_namespace(namespace)
+        for key in [k for k in self.archived_at if k[0] == namespace]:
+            del self.archived_at[key]
+        self.runs.pop(namespace, None)
+
+
+def _info(r: MemoryRecord) -> RankInfo:
+    return RankInfo(r.id, r.score, r.created_at, r.last_accessed, r.confidence)
 
 
 def _copy(ns: _Namespace) -> _Namespace:
-    postings: defaultdict[str, set[str]] = defaultdict(set, {t: set(s) for t, s in ns.postings.items()})
+    postings: defaultdict[str, set[str]] = defaultdict(
+        set, {t: set(s) for t, s in ns.postings.items()})
     return _Namespace(dict(ns.records), dict(ns.by_key), dict(ns.seq), dict(ns.tf), postings,
                       defaultdict(int, ns.field_len), dict(ns.links))

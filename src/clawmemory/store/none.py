@@ -7,7 +7,7 @@ import builtins
 from collections.abc import Sequence
 
 from clawmemory.model import Filter, MemoryRecord
-from clawmemory.store.base import Link, RankInfo, StoreStats, TextHit
+from clawmemory.store.base import Link, RankInfo, RunRecord, StoreStats, TextHit
 
 __all__ = ["NoneStore"]
 
@@ -83,3 +83,41 @@ class NoneStore:
 
     def stats(self, namespace: str) -> StoreStats:
         return StoreStats(backend=self.backend, total=0)
+
+    def drop_derived(self, namespace: str, ids: Sequence[str]) -> None:
+        pass
+
+    def archive(self, namespace: str, ids: Sequence[str], *, at: float) -> int:
+        return 0
+
+    def archive_search(
+        self, namespace: str, terms: Sequence[str], limit: int
+    ) -> builtins.list[MemoryRecord]:
+        return []
+
+    def archive_count(self, namespace: str) -> int:
+        return 0
+
+    def restore(self, namespace: str, id_: str) -> MemoryRecord | None:
+        return None
+
+    def live_size_bytes(self) -> int | None:
+        return None
+
+    def record_run(
+        self,
+        namespace: str,
+        job: str,
+        started_at: float,
+        finished_at: float,
+        outcome: str,
+        counts: dict[str, int],
+        message: str,
+    ) -> RunRecord:
+        return RunRecord(0, namespace, job, started_at, finished_at, outcome, dict(counts),
+                         message)  # kept nowhere, like everything else here
+
+    def runs(
+        self, namespace: str, limit: int, *, job: str | None = None
+    ) -> builtins.list[RunRecord]:
+        return []

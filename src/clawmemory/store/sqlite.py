@@ -9,6 +9,7 @@ reports without waiting (e.g. while another process switches the file to WAL).
 
 from __future__ import annotations
 
+import builtins
 import json
 import random
 import threading
@@ -21,7 +22,7 @@ from typing import Any, TypeVar
 
 from clawmemory.errors import ConfigError, SchemaError, StorageError
 from clawmemory.model import Filter, MemoryRecord, meta_equal
-from clawmemory.store.base import Link, StoreStats, TextHit
+from clawmemory.store.base import Link, RankInfo, RunRecord, StoreStats, TextHit
 
 __all__ = ["SQLiteStore"]
 
@@ -41,6 +42,7 @@ UPDATE = (
     + ", ".join(f"{c} = ?" for c in COLUMNS if c != "id")
     + " WHERE namespace = ? AND id = ?"
 )
+RANK_SELECT = "m.id, m.score, m.created_at, m.last_accessed, m.confidence"
 ORDER_SQL = {
     "newest": "m.created_at DESC, m.seq DESC",
     "oldest": "m.created_at ASC, m.seq ASC",
@@ -82,7 +84,11 @@ def _row_to_record(row: Sequence[Any]) -> MemoryRecord:
     )
 
 
-def _record_values(r: MemoryRecord) -> list[Any]:
+def _rank_hit(row: Sequence[Any]) -> TextHit:
+    return TextHit(RankInfo(row[0], row[1], row[2], row[3], row[4]), float(row[5]))
+
+
+def _record_values(r: MemoryRecord) -> builtins.list[Any]:
     return [
         r.id, r.namespace, r.key, r.kind, r.content,
         json.dumps(list(r.tags), ensure_ascii=False),
@@ -93,11 +99,11 @@ def _record_values(r: MemoryRecord) -> list[Any]:
     ]
 
 
-def filter_sql(namespace: str, flt: Filter, alias: str = "m") -> tuple[str, list[Any]]:
+def filter_sql(namespace: str, flt: Filter, alias: str = "m") -> tuple[str, builtins.list[Any]]:
     """WHERE clause (without the keyword) and bindings for a Filter."""
     a = alias
     where = [f"{a}.namespace = ?"]
-    args: list[Any] = [namespace]
+    args: builtins.list[Any] = [namespace]
     if flt.kinds:
         where.append(f"{a}.kind IN ({', '.join('?' * len(flt.kinds))})")
         args.extend(flt.kinds)
@@ -128,7 +134,7 @@ def filter_sql(namespace: str, flt: Filter, alias: str = "m") -> tuple[str, list
     return " AND ".join(where), args
 
 
-def _meta_sql(a: str, key: str, wanted: Any) -> tuple[str, list[Any]]:
+def _meta_sql(a: str, key: str, wanted: Any) -> tuple[str, builtins.list[Any]]:
     """SQL for ``meta_equal(metadata[key], wanted)``, the definition every backend shares.
 
     SQL reproduces it exactly for stored text, integers (compared as their JSON digits, since
@@ -210,7 +216,7 @@ class SQLiteStore:
             c.load_extension(sqlite_vec.loadable_path())
             c.enable_load_extension(False)
             self.vec_available = True
-        except Exception:  # noqa: BLE001 - vector search is optional; keyword recall still works
+        except Exception:
             self.vec_available = False
 
     def _migrate(self) -> None:
@@ -281,11 +287,11 @@ class SQLiteStore:
         if self.conn.in_transaction:
             self.conn.execute("ROLLBACK")
 
-    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    def _query(self, sql: str, args: Sequence[Any] = ()) -> builtins.list[tuple[Any, ...]]:
         with self._lock:
             return self._retry(lambda: list(self.conn.execute(sql, args)))
 
-    def _records(self, sql: str, args: Sequence[Any] = ()) -> list[MemoryRecord]:
+    def _records(self, sql: str, args: Sequence[Any] = ()) -> builtins.list[MemoryRecord]:
         return [_row_to_record(r) for r in self._query(sql, args)]
 
     # --- records -------------------------------------------------------------------------------
@@ -319,7 +325,7 @@ class SQLiteStore:
         *,
         skip_existing_keys: bool,
         links: Sequence[tuple[str, str, float, str]] = (),
-    ) -> list[tuple[MemoryRecord, bool]]:
+    ) -> builtins.list[tuple[MemoryRecord, bool]]:
         if not records:
             return []  # links need a namespace, and a batch without records has none
         now = time.time()
@@ -353,7 +359,7 @@ class SQLiteStore:
         )
         return rows[0] if rows else None
 
-    def get_many(self, namespace: str, ids: Sequence[str]) -> list[MemoryRecord]:
+    def get_many(self, namespace: str, ids: Sequence[str]) -> builtins.list[MemoryRecord]:
         if not ids:
             return []
         marks = ", ".join("?" * len(ids))
@@ -375,25 +381,9 @@ class SQLiteStore:
     def _delete_ids(self, ns: str, ids: Sequence[str]) -> int:
         c = self.conn
         marks = ", ".join("?" * len(ids))
-        if self._has_table("vec_memories"):
-            c.execute(
-                f"DELETE FROM vec_memories WHERE seq IN (SELECT seq FROM memories"
-                f" WHERE namespace = ? AND id IN ({marks}))", (ns, *ids),
-            )
+        self._drop_vectors_and_entities(ns, ids)
         c.execute(f"DELETE FROM links WHERE namespace = ? AND (a_id IN ({marks}) OR b_id IN"
                   f" ({marks}))", (ns, *ids, *ids))
-        touched = [r[0] for r in c.execute(
-            f"SELECT DISTINCT entity_id FROM memory_entities WHERE namespace = ? AND memory_id"
-            f" IN ({marks})", (ns, *ids))]
-        c.execute(f"DELETE FROM memory_entities WHERE namespace = ? AND memory_id IN ({marks})",
-                  (ns, *ids))
-        if touched:
-            # An entity's name is text from the forgotten memory: drop entities nobody mentions.
-            emarks = ", ".join("?" * len(touched))
-            c.execute(
-                f"DELETE FROM entities WHERE id IN ({emarks}) AND id NOT IN"
-                " (SELECT entity_id FROM memory_entities)", touched,
-            )
         c.execute(f"DELETE FROM memories WHERE namespace = ? AND id IN ({marks})", (ns, *ids))
         return int(self.conn.changes())
 
@@ -414,8 +404,9 @@ class SQLiteStore:
             removed = 0
             for i in range(0, len(ids), 500):
                 removed += self._delete_ids(namespace, ids[i: i + 500])
-            for table in ("links", "entities", "messages", "summaries", "sessions",
-                          "memories_archive", "maintenance_runs"):
+            # vec_log rows hold only row numbers, but their namespace column names the tenant.
+            for table in ("links", "memory_entities", "entities", "messages", "summaries",
+                          "sessions", "memories_archive", "maintenance_runs"):
                 c.execute(f"DELETE FROM {table} WHERE namespace = ?", (namespace,))
             # Rebuild the FTS indexes so no segment keeps a copy of forgotten tokens.
             c.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
@@ -430,7 +421,7 @@ class SQLiteStore:
 
     def list(
         self, namespace: str, flt: Filter, *, limit: int, offset: int = 0, order: str = "newest"
-    ) -> list[MemoryRecord]:
+    ) -> builtins.list[MemoryRecord]:
         where, args = filter_sql(namespace, flt)
         return self._records(
             f"SELECT {SELECT} FROM memories m WHERE {where} ORDER BY {ORDER_SQL[order]}"
@@ -454,39 +445,31 @@ class SQLiteStore:
     # --- keyword search ------------------------------------------------------------------------
     def keyword_search(
         self, namespace: str, terms: Sequence[str], flt: Filter, *, limit: int
-    ) -> list[TextHit]:
+    ) -> builtins.list[TextHit]:
         if not terms:
             return []
         where, args = filter_sql(namespace, flt)
         w = self._weights
         rows = self._query(
-            f"SELECT {SELECT}, -bm25(memories_fts, ?, ?, ?, ?) AS rel FROM memories_fts"
+            f"SELECT {RANK_SELECT}, -bm25(memories_fts, ?, ?, ?, ?) AS rel FROM memories_fts"
             f" JOIN memories m ON m.seq = memories_fts.rowid"
             f" WHERE memories_fts MATCH ? AND {where} ORDER BY rel DESC LIMIT ?",
             [*w, fts_query(terms), *args, limit],
         )
-        return [TextHit(_row_to_record(r), float(r[-1])) for r in rows]
+        return [_rank_hit(r) for r in rows]
 
-    def matched_terms(
-        self, namespace: str, ids: Sequence[str], terms: Sequence[str]
-    ) -> dict[str, list[str]]:
-        found: dict[str, list[str]] = {i: [] for i in ids}
+    def rank_info(self, namespace: str, ids: Sequence[str], flt: Filter) -> dict[str, RankInfo]:
         if not ids:
-            return found
-        marks = ", ".join("?" * len(ids))
-        for term in terms[:32]:
-            rows = self._query(
-                "SELECT m.id FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid"
-                f" WHERE memories_fts MATCH ? AND m.namespace = ? AND m.id IN ({marks})",
-                (fts_query([term]), namespace, *ids),
-            )
-            for (mid,) in rows:
-                found[mid].append(term)
-        return found
+            return {}
+        where, args = filter_sql(namespace, flt)
+        rows = self._query(
+            f"SELECT {RANK_SELECT}, 0 FROM memories m WHERE {where} AND m.id IN"
+            f" ({', '.join('?' * len(ids))})", [*args, *ids])
+        return {r[0]: _rank_hit(r).info for r in rows}
 
     def like_search(
         self, namespace: str, tokens: Sequence[str], flt: Filter, *, limit: int
-    ) -> list[TextHit]:
+    ) -> builtins.list[TextHit]:
         tokens = [t for t in tokens if t][:16]
         if not tokens:
             return []
@@ -498,15 +481,15 @@ class SQLiteStore:
             f"(instr({fold}(m.content), ?) > 0 OR instr({fold}(COALESCE(m.key, '')), ?) > 0)"
             for _ in tokens
         )
-        tok_args: list[Any] = []
+        tok_args: builtins.list[Any] = []
         for t in tokens:
             tok_args.extend([t.lower(), t.lower()])
         rows = self._query(
-            f"SELECT * FROM (SELECT {SELECT}, ({hits_expr}) AS rel FROM memories m"
+            f"SELECT * FROM (SELECT {RANK_SELECT}, ({hits_expr}) AS rel FROM memories m"
             f" WHERE {where}) WHERE rel > 0 ORDER BY rel DESC, created_at DESC LIMIT ?",
             [*tok_args, *args, limit],
         )
-        return [TextHit(_row_to_record(r), float(r[-1])) for r in rows]
+        return [_rank_hit(r) for r in rows]
 
     # --- graph ---------------------------------------------------------------------------------
     def link(self, namespace: str, a: str, b: str, *, strength: float, origin: str) -> bool:
@@ -529,12 +512,13 @@ class SQLiteStore:
         lo, hi = sorted((a, b))
         with self.write():
             self.conn.execute(
-                "DELETE FROM links WHERE namespace = ? AND a_id = ? AND b_id = ?", (namespace, lo, hi)
+                "DELETE FROM links WHERE namespace = ? AND a_id = ? AND b_id = ?",
+                (namespace, lo, hi),
             )
             return bool(self.conn.changes())
 
-    def links(self, namespace: str, ids: Sequence[str]) -> dict[str, list[Link]]:
-        out: dict[str, list[Link]] = {i: [] for i in ids}
+    def links(self, namespace: str, ids: Sequence[str]) -> dict[str, builtins.list[Link]]:
+        out: dict[str, builtins.list[Link]] = {i: [] for i in ids}
         if not ids:
             return out
         marks = ", ".join("?" * len(ids))
@@ -555,7 +539,7 @@ class SQLiteStore:
         return bool(self.conn.execute(
             "SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchall())
 
-    def namespaces(self) -> list[str]:
+    def namespaces(self) -> builtins.list[str]:
         return [r[0] for r in self._query("SELECT DISTINCT namespace FROM memories ORDER BY 1")]
 
     def stats(self, namespace: str) -> StoreStats:
@@ -576,8 +560,124 @@ class SQLiteStore:
             size_bytes=size, path=str(self.path),
         )
 
+    # --- lifecycle: soft delete, archive (003), maintenance runs --------------------------------
+    def _drop_vectors_and_entities(self, ns: str, ids: Sequence[str]) -> None:
+        """Inside a write: delete the vectors and entity links of these records."""
+        c = self.conn
+        marks = ", ".join("?" * len(ids))
+        if self._has_table("vec_memories"):
+            c.execute(f"DELETE FROM vec_memories WHERE seq IN (SELECT seq FROM memories"
+                      f" WHERE namespace = ? AND id IN ({marks}))", (ns, *ids))
+        touched = [r[0] for r in c.execute(
+            f"SELECT DISTINCT entity_id FROM memory_entities WHERE namespace = ? AND memory_id"
+            f" IN ({marks})", (ns, *ids))]
+        c.execute(f"DELETE FROM memory_entities WHERE namespace = ? AND memory_id IN ({marks})",
+                  (ns, *ids))
+        if touched:
+            # An entity nobody mentions any more is text of the dropped memory.
+            c.execute(f"DELETE FROM entities WHERE id IN ({', '.join('?' * len(touched))}) AND"
+                      " id NOT IN (SELECT entity_id FROM memory_entities)", touched)
 
-def _migrations() -> list[tuple[str, str]]:
+    def drop_derived(self, namespace: str, ids: Sequence[str]) -> None:
+        with self.write():
+            for i in range(0, len(ids), 500):
+                self._drop_vectors_and_entities(namespace, ids[i: i + 500])
+
+    def archive(self, namespace: str, ids: Sequence[str], *, at: float) -> int:
+        moved: builtins.list[str] = []
+        with self.write():
+            c = self.conn
+            for i in range(0, len(ids), 500):
+                part = ids[i: i + 500]
+                rows = c.execute(f"SELECT {SELECT} FROM memories m WHERE m.namespace = ? AND"
+                                 f" m.id IN ({', '.join('?' * len(part))})", (namespace, *part))
+                for r in [_row_to_record(row) for row in rows]:
+                    c.execute("DELETE FROM memories_archive WHERE namespace = ? AND id = ?",
+                              (namespace, r.id))
+                    c.execute(
+                        "INSERT INTO memories_archive (id, namespace, record, key, content, tags,"
+                        " source, archived_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        (r.id, namespace, json.dumps(r.to_dict(), ensure_ascii=False), r.key,
+                         r.content, json.dumps(list(r.tags), ensure_ascii=False), r.source, at))
+                    moved.append(r.id)
+            for i in range(0, len(moved), 500):
+                self._delete_ids(namespace, moved[i: i + 500])
+        return len(moved)
+
+    def archive_search(
+        self, namespace: str, terms: Sequence[str], limit: int
+    ) -> builtins.list[MemoryRecord]:
+        if not terms:
+            return []
+        rows = self._query(
+            "SELECT a.record FROM memories_archive_fts JOIN memories_archive a"
+            " ON a.seq = memories_archive_fts.rowid WHERE memories_archive_fts MATCH ? AND"
+            " a.namespace = ? ORDER BY bm25(memories_archive_fts, ?, ?, ?, ?), a.seq DESC"
+            " LIMIT ?", [fts_query(terms), namespace, *self._weights, limit])
+        return [MemoryRecord.from_dict(json.loads(r[0])) for r in rows]
+
+    def archive_count(self, namespace: str) -> int:
+        return int(self._query("SELECT COUNT(*) FROM memories_archive WHERE namespace = ?",
+                               (namespace,))[0][0])
+
+    def restore(self, namespace: str, id_: str) -> MemoryRecord | None:
+        with self.write():
+            c = self.conn
+            rows = c.execute("SELECT record FROM memories_archive WHERE namespace = ? AND id = ?",
+                             (namespace, id_)).fetchall()
+            if not rows:
+                return None
+            record = MemoryRecord.from_dict(json.loads(rows[0][0]))
+            if record.key and self._find_key(namespace, record.key) is not None:
+                record = record.evolve(key=None)  # the live memory owns the key now
+            c.execute(INSERT, _record_values(record))
+            c.execute("DELETE FROM memories_archive WHERE namespace = ? AND id = ?",
+                      (namespace, id_))
+            return record
+
+    def live_size_bytes(self) -> int | None:
+        try:
+            rows = self._query("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name")
+        except StorageError:  # a SQLite built without the dbstat table: count used pages
+            (count, free, page), = self._query(
+                "SELECT * FROM pragma_page_count(), pragma_freelist_count(), pragma_page_size()")
+            return (int(count) - int(free)) * int(page)
+        return sum(int(size) for name, size in rows if not str(name).startswith(
+            ("memories_archive", "maintenance_runs")))
+
+    def record_run(
+        self,
+        namespace: str,
+        job: str,
+        started_at: float,
+        finished_at: float,
+        outcome: str,
+        counts: dict[str, int],
+        message: str,
+    ) -> RunRecord:
+        with self.write():
+            self.conn.execute(
+                "INSERT INTO maintenance_runs (namespace, job, started_at, finished_at, outcome,"
+                " counts, message) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (namespace, job, started_at, finished_at, outcome,
+                 json.dumps(counts, sort_keys=True), message))
+            run_id = int(self.conn.last_insert_rowid())
+        return RunRecord(run_id, namespace, job, started_at, finished_at, outcome, dict(counts),
+                         message)
+
+    def runs(
+        self, namespace: str, limit: int, *, job: str | None = None
+    ) -> builtins.list[RunRecord]:
+        rows = self._query(
+            "SELECT id, namespace, job, started_at, finished_at, outcome, counts, message FROM"
+            " maintenance_runs WHERE namespace = ? AND (? IS NULL OR job = ?)"
+            " ORDER BY started_at DESC, id DESC LIMIT ?", (namespace, job, job, limit))
+        return [RunRecord(int(i), ns, j, s, f if f is not None else s, o or "failed",
+                          json.loads(cnt or "{}"), m or "")
+                for i, ns, j, s, f, o, cnt, m in rows]
+
+
+def _migrations() -> builtins.list[tuple[str, str]]:
     pkg = resources.files("clawmemory.store") / "migrations"
     files = sorted((p for p in pkg.iterdir() if p.name.endswith(".sql")), key=lambda p: p.name)
     return [(p.name, p.read_text(encoding="utf-8")) for p in files]

@@ -241,7 +241,7 @@ def test_round_trip_strategy_is_not_vacuous() -> None:
     seen_kinds: set[str] = set()
     seen_keys: set[bool] = set()
 
-    @settings(max_examples=60, deadline=None)
+    @settings(max_examples=40, deadline=None)
     @given(records())
     def collect(recs: list[MemoryRecord]) -> None:
         seen_kinds.update(r.kind for r in recs)

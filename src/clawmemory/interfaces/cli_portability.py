@@ -1,0 +1,223 @@
+"""``clawmem export`` and ``clawmem import`` for every storage format of the specifications.
+
+Registered onto the main app by ``register(app)``, replacing any ``export``/``import`` defined
+before, and built from ``cli.py``'s own helpers (global options, ``_open``, ``_emit``, the
+``_guarded`` error boundary), so the commands behave like every other ``clawmem`` command::
+
+    clawmem export --format json --out backup.json
+    clawmem export --format markdown --out notes/
+    clawmem import ~/openclaw --from openclaw --dry-run
+    clawmem --json import agent/memory.db --from sclaw-db --no-messages
+
+Imports are all or nothing: the whole source is validated first (a problem exits 2 with
+``error: FILE:LINE: ...`` or ``error: FILE: table T, row N ...``) and then written in one
+transaction; ids already present are skipped, so importing twice is harmless.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from clawmemory.errors import InvalidInputError
+from clawmemory.interfaces.cli import _emit, _globals, _guarded, _line, _open, _read_source
+from clawmemory.portability import SOURCES, export_markdown, read_source
+
+if TYPE_CHECKING:
+    from rich.progress import Progress as RichProgress
+    from rich.progress import TaskID
+
+    from clawmemory.engine import Memory
+
+__all__ = ["ExportFormat", "ImportSource", "register"]
+
+COMMANDS = ("export", "import")
+
+
+class ExportFormat(StrEnum):
+    JSON = "json"
+    MARKDOWN = "markdown"
+
+
+class ImportSource(StrEnum):
+    """The ``--from`` names: the keys of ``clawmemory.portability.SOURCES``."""
+
+    PTRCLAW_JSON = "ptrclaw-json"
+    DEVCLAW_MD = "devclaw-md"
+    DEVCLAW_DB = "devclaw-db"
+    OPENCLAW = "openclaw"
+    SCLAW_DB = "sclaw-db"
+    SANDBOX_DB = "sandbox-db"
+
+
+# Shown under ``import --help``: which --from name reads what, and what PATH must be.
+_FORMATS_EPILOG = "Formats (--from):\n\n" + "\n\n".join(
+    f"{s.name}: {s.spec}; PATH is {s.path}." for s in SOURCES.values())
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``export`` and ``import`` to ``app``, replacing earlier commands of those names."""
+    app.registered_commands = [
+        c for c in app.registered_commands if _command_name(c) not in COMMANDS
+    ]
+    app.command("export")(_guarded(export_cmd))
+    app.command("import", epilog=_FORMATS_EPILOG)(_guarded(import_cmd))
+
+
+def _command_name(info: Any) -> str | None:
+    if info.name:
+        return str(info.name)
+    callback = getattr(info, "callback", None)
+    return callback.__name__.lower().replace("_", "-") if callback else None
+
+
+# --- progress ------------------------------------------------------------------------------------
+class _Bar:
+    """The importer's ``progress(done, total)`` callback, drawn as a rich bar on stderr (stdout
+    may carry JSON). Without a rich Progress it does nothing."""
+
+    def __init__(self, progress: RichProgress | None) -> None:
+        self.progress = progress
+        self.task: TaskID | None = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.progress is None:
+            return
+        if self.task is None:
+            self.task = self.progress.add_task("reading", total=total)
+        self.progress.update(self.task, completed=done, total=total)
+
+    def phase(self, description: str) -> None:
+        """A step of unknown length (the write transaction): a spinner with a label."""
+        if self.progress is not None:
+            if self.task is not None:
+                self.progress.update(self.task, visible=False)
+            self.task = self.progress.add_task(description, total=None)
+
+
+@contextmanager
+def _progress_bar(enabled: bool) -> Iterator[_Bar]:
+    if not enabled:
+        yield _Bar(None)
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+               MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
+        yield _Bar(progress)
+
+
+def _show_progress(ctx: typer.Context, wanted: bool | None) -> bool:
+    """Explicit --progress/--no-progress, else only for a person at a terminal."""
+    if wanted is not None:
+        return wanted
+    return not _globals(ctx).json and sys.stderr.isatty()
+
+
+# --- export --------------------------------------------------------------------------------------
+def export_cmd(
+    ctx: typer.Context,
+    *,
+    fmt: Annotated[ExportFormat, typer.Option(
+        "--format", "-f", case_sensitive=False,
+        help="json: one snapshot file (lossless, default). markdown: the 002 DevClaw tree, a"
+        " folder per kind with one note per memory.")] = ExportFormat.JSON,
+    out: Annotated[Path | None, typer.Option(
+        "--out", "-o", metavar="PATH",
+        help="json: the file (default: stdout). markdown: a new or empty folder (required).")
+    ] = None,
+    progress: Annotated[bool | None, typer.Option(
+        "--progress/--no-progress", help="Progress bar on stderr (default: on a terminal).")
+    ] = None,
+) -> None:
+    """Write every memory of the namespace as a JSON snapshot or a Markdown folder.
+
+    Example: clawmem export --format markdown --out notes/
+    """
+    if fmt is ExportFormat.MARKDOWN:
+        if out is None:
+            raise InvalidInputError("--format markdown needs --out FOLDER")
+        with _open(ctx) as mem, _progress_bar(_show_progress(ctx, progress)) as bar:
+            count = export_markdown(mem, out, progress=bar)
+        data = {"path": str(out), "format": fmt.value, "entries": count}
+        _emit(ctx, data, _line(f"exported {count} memories to {out}/"))
+        return
+    with _open(ctx) as mem:
+        text = mem.export_snapshot() + "\n"
+        count = mem.count(include_invalid=True)
+    if out is None or str(out) == "-":
+        sys.stdout.write(text)  # the snapshot is already JSON: --json changes nothing here
+        return
+    try:
+        out.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InvalidInputError(f"cannot write {out}: {exc.strerror or exc}") from exc
+    data = {"path": str(out), "format": fmt.value, "entries": count}
+    _emit(ctx, data, _line(f"exported {count} memories to {out}"))
+
+
+# --- import --------------------------------------------------------------------------------------
+def import_cmd(
+    ctx: typer.Context,
+    *,
+    path: Annotated[str, typer.Argument(
+        metavar="PATH", help="The file or folder to import; - reads a JSON snapshot from stdin.")],
+    source: Annotated[ImportSource, typer.Option(
+        "--from", metavar="FORMAT", case_sensitive=False,
+        help="What PATH is: one of the formats listed below.")] = ImportSource.PTRCLAW_JSON,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Check everything and report the counts; write nothing.")] = False,
+    messages: Annotated[bool | None, typer.Option(
+        "--messages/--no-messages",
+        help="sclaw-db only: import the conversation history as episodes (default: yes).")
+    ] = None,
+    progress: Annotated[bool | None, typer.Option(
+        "--progress/--no-progress", help="Progress bar on stderr (default: on a terminal).")
+    ] = None,
+) -> None:
+    """Import memories from another agent's storage, all or nothing.
+
+    Ids already in the namespace are skipped, so importing the same source twice adds nothing.
+
+    Example: clawmem import ~/.openclaw/workspace --from openclaw --dry-run
+    """
+    options: dict[str, Any] = {}
+    if messages is not None:
+        if source is not ImportSource.SCLAW_DB:
+            raise InvalidInputError("--messages/--no-messages only apply to --from sclaw-db")
+        options["include_messages"] = messages
+    with _open(ctx) as mem, _progress_bar(_show_progress(ctx, progress)) as bar:
+        report, name = _run_import(mem, path, source, dry_run, bar, options)
+    data = {**report, "dry_run": dry_run, "source": name, "format": source.value}
+    verb = "would import" if dry_run else "imported"
+    _emit(ctx, data, _line(f"{verb} {report['created']} memories ({report['skipped']} skipped,"
+                           f" {report['links']} links) from {name} ({source.value})"))
+
+
+def _run_import(mem: Memory, path: str, source: ImportSource, dry_run: bool,
+                bar: _Bar, options: dict[str, Any]) -> tuple[dict[str, int], str]:
+    if path == "-":
+        if source is not ImportSource.PTRCLAW_JSON:
+            raise InvalidInputError(f"stdin (-) holds a JSON snapshot; {source.value} needs a"
+                                    " path")
+        text, name = _read_source(path)
+        return dict(mem.import_snapshot(text, source=name, dry_run=dry_run)), name
+    parsed = read_source(source.value, path, namespace=mem.namespace, now=mem.clock(),
+                  max_chars=mem.settings.storage.max_content_chars, progress=bar, **options)
+    bar.phase("checking" if dry_run else "writing")
+    return dict(mem.import_records(parsed, dry_run=dry_run)), path

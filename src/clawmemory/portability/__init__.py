@@ -1,0 +1,111 @@
+"""Moving memories in and out: one reader per specification's storage format, the Markdown
+export, and the optional Markdown mirror.
+
+Every reader has the same shape, ``read_<format>(path, *, namespace, now, max_chars,
+progress=None) -> ParsedSnapshot``, validates the whole source before it returns (a problem
+raises ``ImportFormatError`` naming the file and the line or table row), and ends in
+``Memory.import_records`` — the one all-or-nothing write path that skips ids already present::
+
+    from clawmemory.portability import read_source
+
+    parsed = read_source("openclaw", "~/openclaw", namespace=mem.namespace, now=mem.clock(),
+                         max_chars=mem.settings.storage.max_content_chars)
+    report = mem.import_records(parsed)
+
+The formats and their field mappings are documented in docs/portability.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from clawmemory.errors import InvalidInputError
+from clawmemory.portability._common import Progress
+from clawmemory.portability.devclaw import read_devclaw_db, read_devclaw_md
+from clawmemory.portability.markdown import MarkdownMirror, export_markdown, mirror_all
+from clawmemory.portability.openclaw import read_openclaw
+from clawmemory.portability.ptrclaw import read_ptrclaw_json
+from clawmemory.portability.sandbox import read_sandbox_db
+from clawmemory.portability.sclaw import read_sclaw_db
+from clawmemory.snapshot import ParsedSnapshot
+
+__all__ = [
+    "SOURCES",
+    "MarkdownMirror",
+    "Progress",
+    "Reader",
+    "SourceFormat",
+    "export_markdown",
+    "mirror_all",
+    "read_devclaw_db",
+    "read_devclaw_md",
+    "read_openclaw",
+    "read_ptrclaw_json",
+    "read_sandbox_db",
+    "read_sclaw_db",
+    "read_source",
+]
+
+
+class Reader(Protocol):
+    def __call__(self, path: str | Path, *, namespace: str, now: float, max_chars: int,
+                 progress: Progress | None = None) -> ParsedSnapshot: ...
+
+
+@dataclass(frozen=True)
+class SourceFormat:
+    """One importable format: its ``--from`` name, the specification it comes from, what the
+    path must be, and the extra keyword options its reader accepts."""
+
+    name: str
+    spec: str
+    path: str
+    reader: Reader
+    options: frozenset[str] = frozenset()
+
+
+SOURCES: Mapping[str, SourceFormat] = {
+    s.name: s
+    for s in (
+        SourceFormat("ptrclaw-json", "000 PtrClaw or clawmemory JSON snapshot",
+                     "a .json file (or - for stdin)", read_ptrclaw_json),
+        SourceFormat("devclaw-md", "002 DevClaw Markdown notes",
+                     "the data/memory folder or one note", read_devclaw_md),
+        SourceFormat("devclaw-db", "002 DevClaw SQLite store", "its memory.db",
+                     read_devclaw_db),
+        SourceFormat("openclaw", "003 OpenClaw MEMORY.md + memory/*.md",
+                     "the workspace folder, its memory folder or one file",
+                     read_openclaw),
+        SourceFormat("sclaw-db", "001 sclaw SQLite history and facts", "its memory.db",
+                     read_sclaw_db, frozenset({"include_messages"})),
+        SourceFormat("sandbox-db", "004 sandbox assistant SQLite store", "its memory.db",
+                     read_sandbox_db),
+    )
+}
+
+
+def read_source(
+    name: str,
+    path: str | Path,
+    *,
+    namespace: str,
+    now: float,
+    max_chars: int,
+    progress: Progress | None = None,
+    **options: Any,
+) -> ParsedSnapshot:
+    """Read ``path`` as the format ``name`` (a key of ``SOURCES``)."""
+    fmt = SOURCES.get(name)
+    if fmt is None:
+        raise InvalidInputError(f"unknown import format {name!r} (expected one of:"
+                                f" {', '.join(SOURCES)})")
+    unknown = set(options) - fmt.options
+    if unknown:
+        raise InvalidInputError(f"{name} does not take {', '.join(sorted(unknown))}")
+    reader: Any = fmt.reader  # the options were checked against the format just above
+    result: ParsedSnapshot = reader(Path(path).expanduser(), namespace=namespace, now=now,
+                                    max_chars=max_chars, progress=progress, **options)
+    return result

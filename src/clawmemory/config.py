@@ -28,6 +28,7 @@ __all__ = [
     "Backend",
     "EmbedderSettings",
     "EntitySettings",
+    "MaintenanceSettings",
     "RecallSettings",
     "Settings",
     "StorageSettings",
@@ -109,6 +110,20 @@ class LifecycleSettings(BaseModel):
     prune_percent: float = 1.0  # 003
 
 
+class MaintenanceSettings(BaseModel):
+    """Scheduled maintenance (003, 004): one crontab expression per job (minute hour day month
+    weekday; "" leaves the job unscheduled), in ``timezone`` (None = this machine's)."""
+
+    enabled: bool = True  # False: `clawmem daemon` schedules nothing
+    enrich: str = "0 2 * * *"  # 004 entity enrichment, nightly 02:00
+    consolidate: str = "0 3 * * *"  # 004 session consolidation, nightly 03:00
+    decay: str = "0 4 * * *"  # 004 decay + 000 hygiene + 003 pruning (pruneSchedule), 04:00
+    reflect: str = "0 3 * * 0"  # 004 weekly reflection, Sunday 03:00
+    timezone: str | None = None
+    enrich_max_entities: int = 2  # 004: re-extract memories with at most this many entities
+    enrich_batch: int = 50  # 004: memories per enrichment run
+
+
 class Settings(BaseSettings):
     """All settings. Construct with keyword arguments to override anything in code."""
 
@@ -128,6 +143,7 @@ class Settings(BaseSettings):
     lifecycle: LifecycleSettings = Field(default_factory=LifecycleSettings)
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
     entities: EntitySettings = Field(default_factory=EntitySettings)
+    maintenance: MaintenanceSettings = Field(default_factory=MaintenanceSettings)
 
     @classmethod
     def settings_customise_sources(

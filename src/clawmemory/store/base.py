@@ -181,6 +181,11 @@ class Store(Protocol):
     def stats(self, namespace: str) -> StoreStats: ...
 
     # --- lifecycle: soft delete, archive (003), maintenance runs --------------------------------
+    def replace_many(self, records: Sequence[MemoryRecord]) -> None:
+        """``replace`` for many memories in one transaction (one file write for JSON): what
+        the nightly lifecycle jobs use to update thousands of memories at once."""
+        ...
+
     def drop_derived(self, namespace: str, ids: Sequence[str]) -> None:
         """Delete what search derived from these records and the store keeps (vectors, entity
         links) while keeping the records: what a soft delete (004 decay) drops."""

@@ -219,6 +219,10 @@ class JSONFileStore(MemoryStore):
             self._life.runs[run.namespace].append(run)
             self._life.run_ids = max(self._life.run_ids, run.id)
 
+    def replace_many(self, records: Sequence[MemoryRecord]) -> None:
+        with self._persisting():
+            super().replace_many(records)
+
     def archive(self, namespace: str, ids: Sequence[str], *, at: float) -> int:
         with self._persisting():
             for r in self.get_many(namespace, ids):

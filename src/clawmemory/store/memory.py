@@ -347,6 +347,11 @@ class MemoryStore:
             )
 
     # --- lifecycle: soft delete, archive (003), maintenance runs --------------------------------
+    def replace_many(self, records: Sequence[MemoryRecord]) -> None:
+        with self._lock:
+            for r in records:
+                self.replace(r)
+
     def drop_derived(self, namespace: str, ids: Sequence[str]) -> None:
         pass  # vectors and entity links of this backend live in the engine's components
 

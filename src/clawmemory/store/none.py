@@ -84,6 +84,9 @@ class NoneStore:
     def stats(self, namespace: str) -> StoreStats:
         return StoreStats(backend=self.backend, total=0)
 
+    def replace_many(self, records: Sequence[MemoryRecord]) -> None:
+        pass
+
     def drop_derived(self, namespace: str, ids: Sequence[str]) -> None:
         pass
 

@@ -406,7 +406,7 @@ class SQLiteStore:
                 removed += self._delete_ids(namespace, ids[i: i + 500])
             # vec_log rows hold only row numbers, but their namespace column names the tenant.
             for table in ("links", "memory_entities", "entities", "messages", "summaries",
-                          "sessions", "memories_archive", "maintenance_runs"):
+                          "sessions", "memories_archive", "maintenance_runs", "vec_log"):
                 c.execute(f"DELETE FROM {table} WHERE namespace = ?", (namespace,))
             # Rebuild the FTS indexes so no segment keeps a copy of forgotten tokens.
             c.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
@@ -577,6 +577,11 @@ class SQLiteStore:
             # An entity nobody mentions any more is text of the dropped memory.
             c.execute(f"DELETE FROM entities WHERE id IN ({', '.join('?' * len(touched))}) AND"
                       " id NOT IN (SELECT entity_id FROM memory_entities)", touched)
+
+    def replace_many(self, records: Sequence[MemoryRecord]) -> None:
+        with self.write():
+            for r in records:
+                self._replace(r)
 
     def drop_derived(self, namespace: str, ids: Sequence[str]) -> None:
         with self.write():

@@ -1,0 +1,346 @@
+"""Scheduled maintenance (003, 004): a table of jobs, a runner that records every run, and a
+``Scheduler`` (APScheduler 3 cron triggers) for ``clawmem daemon``.
+
+=============  =============  =========  ====================================================
+job            default cron   needs LLM  what it does
+=============  =============  =========  ====================================================
+enrich         0 2 * * *      no [1]     004 accurate NER for memories with few entities
+consolidate    0 3 * * *      yes        004 session consolidation (the LLM layer plugs in)
+decay          0 4 * * *      no         000 hygiene + idle purge, 004 decay, 003 pruning
+reflect        0 3 * * 0      yes        004 weekly reflection (the LLM layer plugs in)
+=============  =============  =========  ====================================================
+
+[1] enrichment needs spaCy or an LLM; with neither it is skipped and says so.
+
+Every run, whatever its outcome (ok, skipped, failed), is recorded in the store's
+``maintenance_runs`` with its start, end, counts and a one-line message. Cron expressions come
+from ``settings.maintenance`` (``CLAWMEM_MAINTENANCE__DECAY="30 4 * * *"``).
+
+The LLM hook: ``JobContext.llm`` is a ``complete(prompt) -> str`` callable, and
+``JobContext.steps`` maps a job name to the function that does its LLM work. Until the LLM layer
+exists (a later issue) both are empty, so consolidation and reflection report "skipped: no LLM
+configured" and nothing else breaks (001: degrade gracefully).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from clawmemory import lifecycle
+from clawmemory.errors import ClawMemoryError, ConfigError, InvalidInputError
+from clawmemory.model import Filter
+from clawmemory.store.base import RunRecord
+
+if TYPE_CHECKING:
+    from clawmemory.engine import Memory
+
+__all__ = [
+    "JOBS",
+    "NO_LLM",
+    "Job",
+    "JobContext",
+    "RunRecord",
+    "ScheduledJob",
+    "Scheduler",
+    "Skipped",
+    "crontab_trigger",
+    "find_job",
+    "run_all",
+    "run_job",
+]
+
+log = logging.getLogger("clawmemory")
+
+NO_LLM = "skipped: no LLM configured"
+ENRICHED_AT = "enriched_at"  # metadata key (004 attributes.enriched_at)
+ENRICH_KINDS = ("fact", "episode")  # 004 get_memories_for_entity_enrichment(kinds=...)
+
+Counts = dict[str, int]
+Complete = Callable[[str], str]
+
+
+class Skipped(Exception):  # noqa: N818 - it is an outcome, not an error
+    """Raised by a job that cannot run here; the message says why (starts with "skipped:")."""
+
+
+@dataclass(frozen=True)
+class JobContext:
+    """What a run may use beyond the Memory: the random source (seed it for exact tests), the
+    LLM (``complete(prompt) -> str``, None = not configured) and the LLM steps by job name."""
+
+    rng: random.Random | None = None
+    llm: Complete | None = None
+    steps: Mapping[str, Callable[[Memory, JobContext], Counts]] = field(default_factory=dict)
+
+
+JobFn = Callable[["Memory", JobContext], Counts]
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    name: str
+    needs_llm: bool  # skipped with NO_LLM when JobContext.llm is None
+    run: JobFn
+    description: str
+
+
+# --- the jobs ------------------------------------------------------------------------------------
+def _decay(mem: Memory, ctx: JobContext) -> Counts:
+    """Order matters: purges first, so decay and pruning do not work on what is deleted anyway."""
+    counts: Counts = {}
+    counts.update(lifecycle.hygiene_purge(mem))
+    counts.update(lifecycle.knowledge_decay(mem, ctx.rng))
+    counts.update(lifecycle.confidence_decay(mem))
+    counts.update(lifecycle.prune(mem))
+    return counts
+
+
+def _enrich(mem: Memory, ctx: JobContext) -> Counts:
+    """004: re-extract entities with the accurate strategy (spaCy and/or LLM) for memories that
+    have few entity links and were never enriched, then stamp ``metadata["enriched_at"]``."""
+    from clawmemory.entities import accurate_extra, make_pipeline
+
+    layer = mem.components.entity_layer()
+    if layer is None:
+        raise Skipped("skipped: entities are off for this store")
+    accurate = make_pipeline("accurate", complete=ctx.llm)
+    if not accurate_extra(accurate):
+        raise Skipped(f"{NO_LLM} and spaCy is not installed")
+    index = layer[0]
+    cfg = mem.settings.maintenance
+    fresh = [r for r in lifecycle.scan(mem, Filter(kinds=ENRICH_KINDS))
+             if ENRICHED_AT not in r.metadata]
+    linked = index.entities_of(mem.namespace, [r.id for r in fresh])
+    chosen = [r for r in fresh if len(linked[r.id]) <= cfg.enrich_max_entities]
+    now, links, stamped = mem.clock(), 0, []
+    for r in chosen[: cfg.enrich_batch]:
+        links += len(index.link_mentions(mem.namespace, r.id, accurate.extract(r.content)))
+        stamped.append(r.evolve(metadata={**r.metadata, ENRICHED_AT: now}))
+    mem.store_backend.replace_many(stamped)
+    return {"enriched": len(stamped), "entity_links": links}
+
+
+def _llm_step(name: str) -> JobFn:
+    def run(mem: Memory, ctx: JobContext) -> Counts:
+        step = ctx.steps.get(name)
+        if step is None:
+            raise Skipped(f"skipped: no {name} step is installed for the configured LLM")
+        return step(mem, ctx)
+
+    return run
+
+
+JOBS: Mapping[str, Job] = {
+    j.name: j
+    for j in (
+        Job("enrich", False, _enrich, "Entity enrichment with accurate NER (004)."),
+        Job("consolidate", True, _llm_step("consolidate"),
+            "Session consolidation into facts (004)."),
+        Job("decay", False, _decay,
+            "Hygiene and idle purge (000), confidence decay (004), size pruning (003)."),
+        Job("reflect", True, _llm_step("reflect"), "Weekly reflection (004)."),
+    )
+}
+
+
+def find_job(name: str) -> Job:
+    found = JOBS.get(str(name).strip().lower())
+    if found is None:
+        raise InvalidInputError(f"unknown job {name!r} (expected one of: {', '.join(JOBS)})")
+    return found
+
+
+# --- running -------------------------------------------------------------------------------------
+def _summary(counts: Counts) -> str:
+    return ", ".join(f"{k} {v}" for k, v in counts.items() if v) or "nothing to do"
+
+
+def run_job(mem: Memory, name: str, ctx: JobContext | None = None) -> RunRecord:
+    """Run one job now on ``mem``'s namespace and record the run. A job that cannot run here is
+    recorded as ``skipped``; one that fails with a clawmemory error as ``failed`` (returned, not
+    raised, so the other jobs still run). Any other exception is a bug: it is recorded as
+    ``failed`` and raised."""
+    chosen = find_job(name)
+    context = ctx or JobContext()
+    started = mem.clock()
+    counts: Counts = {}
+    bug: Exception | None = None
+    try:
+        if chosen.needs_llm and context.llm is None:
+            raise Skipped(NO_LLM)
+        counts = chosen.run(mem, context)
+        outcome, message = "ok", _summary(counts)
+    except Skipped as exc:
+        outcome, message = "skipped", str(exc)
+    except ClawMemoryError as exc:
+        outcome, message = "failed", str(exc)
+    except Exception as exc:
+        outcome, message, bug = "failed", f"internal error: {type(exc).__name__}: {exc}", exc
+    run = mem.store_backend.record_run(
+        mem.namespace, chosen.name, started, mem.clock(), outcome, counts, message
+    )
+    if bug is not None:
+        raise bug
+    return run
+
+
+def run_all(mem: Memory, ctx: JobContext | None = None) -> list[RunRecord]:
+    """Every job once, in table order (enrichment before consolidation, as 004 wants)."""
+    return [run_job(mem, name, ctx) for name in JOBS]
+
+
+# --- scheduling ----------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class ScheduledJob:
+    name: str
+    cron: str
+    next_run: datetime | None
+
+
+class Scheduler:
+    """Runs the jobs on their cron schedules with APScheduler 3, one job at a time, for one
+    namespace or (``namespaces=None``) for every namespace the store has when the job fires.
+
+    ``start()`` returns at once (a background thread runs the jobs); ``run_forever(stop)`` blocks
+    until ``stop`` is set, then shuts down. A job that raises is logged; the schedule goes on.
+    """
+
+    def __init__(
+        self,
+        mem: Memory,
+        *,
+        namespaces: Sequence[str] | None = None,
+        ctx: JobContext | None = None,
+    ) -> None:
+        self.mem = mem
+        self.namespaces = None if namespaces is None else list(namespaces)
+        self.ctx = ctx or JobContext()
+        self._scheduler = _background_scheduler(mem.settings.maintenance.timezone)
+        self.crons: dict[str, str] = {}
+        if mem.settings.maintenance.enabled:
+            for name in JOBS:
+                self._add(name, str(getattr(mem.settings.maintenance, name)).strip())
+
+    def _add(self, name: str, cron: str) -> None:
+        if not cron:
+            return  # "" leaves this job unscheduled
+        try:
+            trigger = crontab_trigger(cron, self._scheduler.timezone)
+        except ValueError as exc:
+            raise ConfigError(f"invalid setting maintenance.{name}: {cron!r}: {exc}") from exc
+        # One worker and coalescing: a missed or overlapping firing runs once, never in parallel.
+        self._scheduler.add_job(self.fire, trigger, args=[name], id=name, name=name,
+                                coalesce=True, max_instances=1, misfire_grace_time=3600)
+        self.crons[name] = cron
+
+    def jobs(self) -> list[ScheduledJob]:
+        """The scheduled jobs in table order and when each fires next."""
+        now = datetime.now(self._scheduler.timezone)
+        return [ScheduledJob(j.id, self.crons[j.id], j.trigger.get_next_fire_time(None, now))
+                for j in sorted(self._scheduler.get_jobs(), key=lambda j: list(JOBS).index(j.id))]
+
+    def trigger(self, name: str) -> Any:
+        """The APScheduler trigger of a scheduled job (for inspection)."""
+        found = self._scheduler.get_job(name)
+        if found is None:
+            raise InvalidInputError(f"job {name!r} is not scheduled")
+        return found.trigger
+
+    def fire(self, name: str) -> list[RunRecord]:
+        """What the scheduler calls: run ``name`` in each namespace, logging instead of raising."""
+        names = self.namespaces if self.namespaces is not None else (
+            self.mem.store_backend.namespaces())
+        done = []
+        for ns in names:
+            try:
+                run = run_job(self.mem.with_namespace(ns), name, self.ctx)
+            except Exception:
+                log.exception("maintenance job %s failed in namespace %r", name, ns)
+                continue
+            log.info("maintenance %s in %r: %s (%s)", name, ns, run.outcome, run.message)
+            done.append(run)
+        return done
+
+    def start(self) -> None:
+        self._scheduler.start()
+
+    def shutdown(self, wait: bool = True) -> None:
+        if self._scheduler.running:
+            self._scheduler.shutdown(wait=wait)
+
+    def run_forever(self, stop: threading.Event) -> None:
+        """Run the schedule until ``stop`` is set (by a signal handler, say)."""
+        self.start()
+        try:
+            while not stop.wait(1.0):
+                pass
+        finally:
+            self.shutdown()
+
+
+_WEEKDAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")  # crontab numbering: 0 = Sunday
+
+
+def crontab_trigger(cron: str, timezone: Any) -> Any:
+    """An APScheduler ``CronTrigger`` for a five-field crontab expression.
+
+    Not ``CronTrigger.from_crontab``: APScheduler 3 numbers weekdays from Monday (0 = Monday)
+    and passes crontab's numbers through, so 004's weekly ``0 3 * * 0`` would fire on Mondays.
+    The weekday field is translated to day names first. As in APScheduler, a restricted
+    day-of-month and a restricted weekday must both match (cron would accept either)."""
+    from apscheduler.triggers.cron import CronTrigger
+
+    fields = cron.split()
+    if len(fields) != 5:
+        raise ValueError(f"expected 5 fields (minute hour day month weekday), got {len(fields)}")
+    minute, hour, day, month, weekday = fields
+    return CronTrigger(minute=minute, hour=hour, day=day, month=month,
+                       day_of_week=_weekday_names(weekday), timezone=timezone)
+
+
+def _weekday_names(field: str) -> str:
+    """Crontab's weekday field (numbers 0-7, 0 and 7 = Sunday; sun..sat; ranges, lists, steps)
+    as APScheduler day names."""
+    if field == "*":
+        return field
+    days: set[int] = set()
+    for part in field.lower().split(","):
+        span, _, step = part.partition("/")
+        first, _, last = span.partition("-")
+        lo = 0 if span == "*" else _weekday(first)
+        hi = 6 if span == "*" else _weekday(last) if last else 6 if step else lo
+        if hi < lo or (step and not step.isdigit()) or step == "0":
+            raise ValueError(f"bad weekday field {field!r}")
+        days.update(d % 7 for d in range(lo, hi + 1, int(step or 1)))
+    return ",".join(_WEEKDAYS[d] for d in sorted(days))
+
+
+def _weekday(token: str) -> int:
+    if token.isdigit() and 0 <= int(token) <= 7:
+        return int(token)
+    if token in _WEEKDAYS:  # cron takes the first three letters of English day names
+        return _WEEKDAYS.index(token)
+    raise ValueError(f"bad weekday {token!r}")
+
+
+def _background_scheduler(timezone: str | None) -> Any:
+    try:
+        from apscheduler.executors.pool import ThreadPoolExecutor
+        from apscheduler.schedulers.background import BackgroundScheduler
+    except ImportError as exc:
+        raise ConfigError(
+            "scheduled maintenance needs APScheduler 3: pip install 'clawmemory[scheduler]'"
+        ) from exc
+    options: dict[str, Any] = {"executors": {"default": ThreadPoolExecutor(1)}}
+    if timezone:
+        options["timezone"] = timezone
+    try:
+        return BackgroundScheduler(**options)
+    except Exception as exc:  # an unknown time zone name
+        raise ConfigError(f"invalid setting maintenance.timezone: {timezone!r}: {exc}") from exc

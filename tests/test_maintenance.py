@@ -1,0 +1,385 @@
+"""Scheduled maintenance (maintenance.py, cli_lifecycle.py): the jobs table, recorded runs,
+idempotency, LLM skips and the LLM hook, the APScheduler cron triggers, and the CLI commands
+run as real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from apscheduler.triggers.cron import CronTrigger
+
+from clawmemory import ConfigError, InvalidInputError, Memory, Settings, StorageError
+from clawmemory.maintenance import (
+    JOBS,
+    NO_LLM,
+    JobContext,
+    Scheduler,
+    crontab_trigger,
+    run_all,
+    run_job,
+)
+from clawmemory.store.base import Store
+from conftest import DAY, Clock, backend_params
+
+
+def with_maintenance(mem: Memory, **changes: Any) -> Memory:
+    cfg = mem.settings.model_copy(
+        update={"maintenance": mem.settings.maintenance.model_copy(update=changes)})
+    return Memory(mem.store_backend, cfg, namespace=mem.namespace, clock=mem.clock)
+
+
+def snapshot(mem: Memory) -> list[dict[str, Any]]:
+    return [r.to_dict() for r in mem.list(include_invalid=True, limit=10_000, order="oldest")]
+
+
+def seed(mem: Memory, clock: Clock) -> None:
+    for i in range(12):
+        mem.store(f"fact {i} about the garden", kind="fact", confidence=0.5 + i / 30)
+    mem.store("chat state", kind="conversation")
+    mem.store("identity", kind="core")
+    clock.advance(20 * DAY)
+    for i in range(5):
+        mem.store(f"recent preference {i}", kind="preference")
+    clock.advance(15 * DAY)
+
+
+# --- runs are recorded ---------------------------------------------------------------------------
+def test_decay_job_runs_and_is_recorded(mem: Memory, clock: Clock) -> None:
+    seed(mem, clock)
+    run = run_job(mem, "decay", JobContext(rng=random.Random(5)))
+    assert run.outcome == "ok" and run.job == "decay" and run.namespace == mem.namespace
+    assert run.started_at == run.finished_at == clock.now
+    assert run.counts["hygiene_purged"] == 1
+    assert run.counts["idle_purged"] + run.counts["idle_survived"] == 12
+    assert run.counts["decayed"] == 5  # the preferences; survivors have just been refreshed
+    assert "hygiene_purged 1" in run.message
+    assert mem.store_backend.runs(mem.namespace, 10) == [run]
+
+
+def test_decay_job_twice_in_a_row_changes_nothing_the_second_time(
+    mem: Memory, clock: Clock
+) -> None:
+    seed(mem, clock)
+    first = run_job(mem, "decay", JobContext(rng=random.Random(1)))
+    assert first.counts["idle_purged"] > 0 and first.counts["decayed"] > 0
+    before = snapshot(mem)
+    second = run_job(mem, "decay", JobContext(rng=random.Random(1)))
+    assert snapshot(mem) == before
+    assert {k: v for k, v in second.counts.items() if k != "live_bytes"} == {
+        "hygiene_purged": 0, "idle_purged": 0, "idle_survived": 0, "decayed": 0,
+        "soft_deleted": 0, "archived": 0}
+    assert [r.id for r in mem.store_backend.runs(mem.namespace, 10)] == [second.id, first.id]
+
+
+@pytest.mark.parametrize("name", ["consolidate", "reflect"])
+def test_llm_jobs_are_skipped_without_an_llm(mem: Memory, name: str) -> None:
+    run = run_job(mem, name)
+    assert (run.outcome, run.message, run.counts) == ("skipped", NO_LLM, {})
+    assert mem.store_backend.runs(mem.namespace, 5, job=name) == [run]
+
+
+def test_run_all_runs_every_job_in_table_order(mem: Memory) -> None:
+    runs = run_all(mem)
+    assert [r.job for r in runs] == list(JOBS) == ["enrich", "consolidate", "decay", "reflect"]
+    assert [r.outcome for r in runs][1:] == ["skipped", "ok", "skipped"]
+    assert [r.job for r in mem.store_backend.runs(mem.namespace, 10)] == list(reversed(list(JOBS)))
+
+
+def test_enrichment_without_spacy_or_llm_is_skipped(mem: Memory) -> None:
+    from clawmemory.entities.spacy_provider import DEFAULT_SPACY_MODEL, spacy_available
+
+    if spacy_available(DEFAULT_SPACY_MODEL):
+        pytest.skip("spaCy is installed here: enrichment can run")
+    run = run_job(mem, "enrich")
+    assert run.outcome == "skipped"
+    assert run.message.startswith(NO_LLM)
+
+
+def test_enrichment_with_an_llm_links_entities_once(mem: Memory, clock: Clock) -> None:
+    prompts: list[str] = []
+
+    def complete(prompt: str) -> str:  # a scripted model: names the person in every text
+        prompts.append(prompt)
+        return json.dumps([{"text": "the quiet cartographer", "type": "person"}])
+
+    rid = mem.store("we met the quiet cartographer at noon", kind="fact")
+    mem.store("identity", kind="core")  # not an enrichment kind
+    layer = mem.components.entity_layer()
+    assert layer is not None
+    assert layer[0].entities_of(mem.namespace, [rid])[rid] == []  # lower case: fast NER misses
+
+    run = run_job(mem, "enrich", JobContext(llm=complete))
+
+    assert (run.outcome, run.counts) == ("ok", {"enriched": 1, "entity_links": 1})
+    names = [e.canonical_name.lower() for e in layer[0].entities_of(mem.namespace, [rid])[rid]]
+    assert names == ["the quiet cartographer"]
+    assert mem.get(rid).metadata["enriched_at"] == clock.now
+    assert len(prompts) == 1
+    again = run_job(mem, "enrich", JobContext(llm=complete))
+    assert (again.outcome, again.counts, len(prompts)) == ("ok", {"enriched": 0,
+                                                                  "entity_links": 0}, 1)
+
+
+def test_enrichment_batch_and_entity_limit_come_from_settings(mem: Memory) -> None:
+    for i in range(4):
+        mem.store(f"note {i}", kind="episode")
+    small = with_maintenance(mem, enrich_batch=3)
+    run = run_job(small, "enrich", JobContext(llm=lambda prompt: "[]"))
+    assert run.counts == {"enriched": 3, "entity_links": 0}
+    run = run_job(small, "enrich", JobContext(llm=lambda prompt: "[]"))
+    assert run.counts == {"enriched": 1, "entity_links": 0}
+
+
+# --- the LLM hook and failures -------------------------------------------------------------------
+def test_an_llm_step_plugs_into_its_job(mem: Memory) -> None:
+    seen: list[str] = []
+
+    def consolidate(m: Memory, ctx: JobContext) -> dict[str, int]:
+        seen.append(ctx.llm("hello") if ctx.llm else "")
+        return {"sessions": 2, "facts": 7}
+
+    llm = JobContext(llm=lambda p: p.upper(), steps={"consolidate": consolidate})
+    run = run_job(mem, "consolidate", llm)
+    assert (run.outcome, run.counts, run.message) == ("ok", {"sessions": 2, "facts": 7},
+                                                      "sessions 2, facts 7")
+    assert seen == ["HELLO"]
+    run = run_job(mem, "reflect", llm)  # an LLM but no reflection step installed yet
+    assert run.outcome == "skipped" and "no reflect step" in run.message
+
+
+def test_a_failing_job_is_recorded_and_a_bug_is_raised(mem: Memory) -> None:
+    def broken(m: Memory, ctx: JobContext) -> dict[str, int]:
+        raise StorageError("disk on fire")
+
+    def buggy(m: Memory, ctx: JobContext) -> dict[str, int]:
+        raise ZeroDivisionError("oops")
+
+    ctx = JobContext(llm=lambda p: p, steps={"consolidate": broken, "reflect": buggy})
+    run = run_job(mem, "consolidate", ctx)
+    assert (run.outcome, run.message) == ("failed", "disk on fire")
+    with pytest.raises(ZeroDivisionError):
+        run_job(mem, "reflect", ctx)
+    (recorded, _) = mem.store_backend.runs(mem.namespace, 5)
+    assert (recorded.job, recorded.outcome) == ("reflect", "failed")
+    assert "ZeroDivisionError: oops" in recorded.message
+
+
+def test_unknown_job_is_refused(mem: Memory) -> None:
+    with pytest.raises(InvalidInputError, match="unknown job 'vacuum'"):
+        run_job(mem, "vacuum")
+    assert mem.store_backend.runs(mem.namespace, 5) == []
+
+
+def test_runs_are_per_namespace_and_newest_first(mem: Memory, clock: Clock) -> None:
+    other = mem.with_namespace("other")
+    a = run_job(mem, "reflect")
+    clock.advance(60)
+    b = run_job(mem, "decay")
+    c = run_job(other, "decay")
+    assert mem.store_backend.runs(mem.namespace, 10) == [b, a]
+    assert mem.store_backend.runs(mem.namespace, 1) == [b]
+    assert mem.store_backend.runs("other", 10, job="decay") == [c]
+    other.forget_namespace()
+    assert mem.store_backend.runs("other", 10) == []
+
+
+@pytest.mark.parametrize("backend", backend_params("sqlite", "json"), indirect=True)
+def test_runs_survive_reopening_the_store(
+    mem: Memory, open_store: Callable[[], Store], settings: Settings, clock: Clock
+) -> None:
+    runs = run_all(mem)
+    mem.store_backend.close()
+    again = Memory(open_store(), settings, clock=clock)
+    assert again.store_backend.runs(again.namespace, 10) == list(reversed(runs))
+    later = run_job(again, "decay")
+    assert later.id > max(r.id for r in runs)
+
+
+# --- scheduling ----------------------------------------------------------------------------------
+def utc(mem: Memory, **changes: Any) -> Memory:
+    return with_maintenance(mem, timezone="UTC", **changes)
+
+
+def test_scheduler_registers_the_specified_cron_triggers(mem: Memory) -> None:
+    scheduler = Scheduler(utc(mem))
+    assert [(j.name, j.cron) for j in scheduler.jobs()] == [
+        ("enrich", "0 2 * * *"), ("consolidate", "0 3 * * *"), ("decay", "0 4 * * *"),
+        ("reflect", "0 3 * * 0")]
+    assert all(isinstance(scheduler.trigger(name), CronTrigger) for name in scheduler.crons)
+    saturday = datetime(2024, 1, 6, 5, 0, tzinfo=UTC)
+    nxt = {n: scheduler.trigger(n).get_next_fire_time(None, saturday) for n in scheduler.crons}
+    assert nxt == {
+        "enrich": datetime(2024, 1, 7, 2, 0, tzinfo=UTC),
+        "consolidate": datetime(2024, 1, 7, 3, 0, tzinfo=UTC),
+        "decay": datetime(2024, 1, 7, 4, 0, tzinfo=UTC),
+        "reflect": datetime(2024, 1, 7, 3, 0, tzinfo=UTC),  # Sunday
+    }
+    monday = datetime(2024, 1, 8, 5, 0, tzinfo=UTC)
+    assert scheduler.trigger("reflect").get_next_fire_time(None, monday) == datetime(
+        2024, 1, 14, 3, 0, tzinfo=UTC)
+
+
+def test_scheduler_crons_come_from_settings(mem: Memory) -> None:
+    scheduler = Scheduler(utc(mem, decay="30 5 * * 1-5", reflect=""))
+    assert scheduler.crons == {"enrich": "0 2 * * *", "consolidate": "0 3 * * *",
+                               "decay": "30 5 * * 1-5"}
+    friday = datetime(2024, 1, 5, 6, 0, tzinfo=UTC)
+    assert scheduler.trigger("decay").get_next_fire_time(None, friday) == datetime(
+        2024, 1, 8, 5, 30, tzinfo=UTC)
+    with pytest.raises(InvalidInputError):
+        scheduler.trigger("reflect")
+    assert Scheduler(utc(mem, enabled=False)).jobs() == []
+
+
+@pytest.mark.parametrize(("weekdays", "fires_on"), [
+    ("0", ["sun"]), ("7", ["sun"]), ("1-5", ["mon", "tue", "wed", "thu", "fri"]),
+    ("*/2", ["sun", "tue", "thu", "sat"]), ("sat,sun", ["sun", "sat"]),
+    ("5-7", ["sun", "fri", "sat"]), ("1/3", ["mon", "thu"]),
+])
+def test_crontab_weekdays_count_from_sunday(weekdays: str, fires_on: list[str]) -> None:
+    # APScheduler 3's own from_crontab counts from Monday: "0" would be a Monday.
+    trigger = crontab_trigger(f"0 3 * * {weekdays}", UTC)
+    start = datetime(2024, 1, 6, 12, 0, tzinfo=UTC)  # a Saturday
+    days, when = [], start
+    for _ in range(len(fires_on)):
+        when = trigger.get_next_fire_time(None, when + timedelta(seconds=1))
+        days.append(when.strftime("%a").lower())
+    names = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"]
+    assert sorted(days, key=names.index) == fires_on
+
+
+@pytest.mark.parametrize("bad", ["0 3 * *", "0 3 * * 8", "0 3 * * 5-1", "0 3 * * funday",
+                                 "0 3 * * */0"])
+def test_bad_crontabs_are_refused(bad: str) -> None:
+    with pytest.raises(ValueError):
+        crontab_trigger(bad, UTC)
+
+
+def test_environment_configures_the_schedule(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAWMEM_MAINTENANCE__DECAY", "15 1 * * *")
+    monkeypatch.setenv("CLAWMEM_MAINTENANCE__ENABLED", "false")
+    cfg = Settings()
+    assert (cfg.maintenance.decay, cfg.maintenance.enabled) == ("15 1 * * *", False)
+
+
+@pytest.mark.parametrize(("field", "value"), [("decay", "61 4 * * *"), ("enrich", "nonsense"),
+                                              ("timezone", "Mars/Olympus_Mons")])
+def test_a_bad_schedule_is_a_config_error(mem: Memory, field: str, value: str) -> None:
+    with pytest.raises(ConfigError, match=f"maintenance.{field}"):
+        Scheduler(with_maintenance(mem, **{field: value}))
+
+
+def test_a_firing_runs_the_job_in_every_namespace(mem: Memory, clock: Clock) -> None:
+    for ns in ("alice", "bob"):
+        mem.with_namespace(ns).store("chat state", kind="conversation")
+    clock.advance(8 * DAY)
+    runs = Scheduler(utc(mem)).fire("decay")
+    assert [(r.namespace, r.counts["hygiene_purged"]) for r in runs] == [("alice", 1),
+                                                                         ("bob", 1)]
+    only = Scheduler(utc(mem), namespaces=["carol"]).fire("reflect")
+    assert [(r.namespace, r.outcome) for r in only] == [("carol", "skipped")]
+
+
+def test_scheduler_starts_and_stops(mem: Memory) -> None:
+    scheduler = Scheduler(utc(mem))
+    scheduler.start()
+    try:
+        assert all(j.next_run is not None for j in scheduler.jobs())
+    finally:
+        scheduler.shutdown()
+    scheduler.shutdown()  # twice is harmless
+
+
+# --- the CLI, as a real process ------------------------------------------------------------------
+# cli.py's main() with the maintenance commands registered (register() replaces commands of the
+# same names, so this works whether or not cli.py registers them itself).
+ENTRY = (
+    "import sys\n"
+    "from clawmemory.interfaces.cli import app, main\n"
+    "from clawmemory.interfaces.cli_lifecycle import register\n"
+    "register(app)\n"
+    "sys.exit(main())\n"
+)
+
+
+# No embedding model: loading one costs seconds per process and maintenance never embeds.
+QUICK = {"CLAWMEM_EMBEDDER__PROVIDER": "none"}
+
+
+def clawmem(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", ENTRY, *args], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, **QUICK}, check=False)
+
+
+def test_cli_maintain_decay_json(tmp_path: Path) -> None:
+    db = str(tmp_path / "cli.db")
+    assert clawmem("--db", db, "add", "chat state", "--kind", "conversation").returncode == 0
+    done = clawmem("--db", db, "--json", "maintain", "decay")
+    assert done.returncode == 0, done.stderr
+    (run,) = json.loads(done.stdout)["runs"]
+    assert (run["job"], run["outcome"], run["counts"]["hygiene_purged"]) == ("decay", "ok", 0)
+    listed = clawmem("--db", db, "--json", "runs")
+    assert [r["id"] for r in json.loads(listed.stdout)["runs"]] == [run["id"]]
+
+
+def test_cli_maintain_all_and_the_human_table(tmp_path: Path) -> None:
+    db = str(tmp_path / "cli.db")
+    done = clawmem("--db", db, "maintain")
+    assert done.returncode == 0, done.stderr
+    for job in JOBS:
+        assert job in done.stdout
+    assert "skipped: no LLM" in done.stdout
+    shown = clawmem("--db", db, "runs", "--job", "decay")
+    assert "decay" in shown.stdout and "reflect" not in shown.stdout
+
+
+def test_cli_maintain_every_namespace(tmp_path: Path) -> None:
+    db = str(tmp_path / "cli.db")
+    for ns in ("alice", "bob"):
+        assert clawmem("--db", db, "-n", ns, "add", "note").returncode == 0
+    done = clawmem("--db", db, "--json", "maintain", "reflect", "--all-namespaces")
+    assert [r["namespace"] for r in json.loads(done.stdout)["runs"]] == ["alice", "bob"]
+
+
+def test_cli_unknown_job_is_a_usage_error(tmp_path: Path) -> None:
+    done = clawmem("--db", str(tmp_path / "cli.db"), "maintain", "vacuum")
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: unknown job 'vacuum'")
+
+
+def test_cli_daemon_prints_the_schedule_and_stops_on_sigterm(tmp_path: Path) -> None:
+    env = {**os.environ, **QUICK, "CLAWMEM_MAINTENANCE__TIMEZONE": "UTC",
+           "CLAWMEM_MAINTENANCE__REFLECT": "0 6 * * 6"}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", ENTRY, "--db", str(tmp_path / "d.db"), "--json", "daemon"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        lines = []
+        while True:  # the schedule is one indented JSON document, then the daemon waits
+            line = proc.stdout.readline()
+            assert line, proc.stderr.read() if proc.stderr else "daemon exited"
+            lines.append(line)
+            if line.rstrip() == "}":
+                break
+        schedule = json.loads("".join(lines))
+        assert {j["job"]: j["cron"] for j in schedule["schedule"]} == {
+            "enrich": "0 2 * * *", "consolidate": "0 3 * * *", "decay": "0 4 * * *",
+            "reflect": "0 6 * * 6"}
+        assert all(j["next_run"].endswith("+00:00") for j in schedule["schedule"])
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

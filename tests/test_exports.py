@@ -45,7 +45,7 @@ HEAVY = ["torch", "sentence_transformers", "apsw", "numpy", "httpx", "typer", "r
          "sqlite_vec", "snowballstemmer", "spacy", "transformers"]
 # numpy is imported by components.py, vectors/ and search/pipeline.py at module level (~0.1 to
 # 0.4 s per process). Remove the mark when those import it lazily.
-KNOWN_HEAVY = {"numpy": "numpy is imported at import time via engine -> components"}
+KNOWN_HEAVY: dict[str, str] = {}  # modules known to load at import, with the reason
 
 
 def _imported_after_import(home: Path) -> dict[str, object]:

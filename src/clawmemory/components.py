@@ -9,21 +9,22 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any
 
 from clawmemory.config import Settings
 from clawmemory.errors import ClawMemoryError
-from clawmemory.model import MemoryRecord
+from clawmemory.model import Filter, MemoryRecord
 from clawmemory.store.base import Store
 from clawmemory.vectors import VectorStore, vector_store_for
 
 __all__ = ["Components"]
 
 log = logging.getLogger("clawmemory")
-F32 = npt.NDArray[np.float32]
+if TYPE_CHECKING:  # numpy loads on first vector use, not at import
+    import numpy as np
+    import numpy.typing as npt
+
+    F32 = npt.NDArray[np.float32]
 
 
 class Components:
@@ -128,9 +129,32 @@ class Components:
         """Embeddings for records, batched; computed outside any store lock (000)."""
         if not records or self.vectors() is None:
             return []
-        texts = [document_text(r) for r in records]
+        texts = [document_text(r, ctx) for r, ctx in zip(records, self._contexts(records),
+                                                          strict=True)]
         matrix = self.embedder.embed(texts)
         return [(r.id, matrix[i]) for i, r in enumerate(records)]
+
+    def _contexts(self, records: Sequence[MemoryRecord]) -> list[list[str]]:
+        """For each episode, the turns before it in its session (``context_turns`` of them):
+        a reply such as "Sure, I'd love to!" means something only next to what it answers.
+        Earlier turns come from the same batch when they are in it, else from the store."""
+        n = self.settings.embedder.context_turns
+        out: list[list[str]] = [[] for _ in records]
+        if n <= 0:
+            return out
+        recent: dict[tuple[str, str], list[str]] = {}
+        for i, r in enumerate(records):
+            if r.kind != "episode" or not r.session_id:
+                continue
+            key = (r.namespace, r.session_id)
+            if key not in recent:
+                earlier = self.store.list(
+                    r.namespace, Filter(kinds=("episode",), session_id=r.session_id),
+                    limit=n, order="newest")
+                recent[key] = [e.content for e in reversed(earlier) if e.id != r.id]
+            out[i] = recent[key][-n:]
+            recent[key].append(r.content)
+        return out
 
     def embed_query(self, text: str) -> F32:
         """The query's embedding (the embedder keeps an LRU of recent queries)."""
@@ -148,12 +172,11 @@ class Components:
             return (self._entities, self._ner) if self._entities is not None else None
 
 
-def document_text(record: MemoryRecord) -> str:
+def document_text(record: MemoryRecord, context: Sequence[str] = ()) -> str:
     """What gets embedded for a memory: its content, with its key when it has one (a key is a
-    human-written title and carries meaning)."""
-    if record.key:
-        return f"{record.key}: {record.content}"
-    return record.content
+    human-written title and carries meaning), after the dialogue turns that lead up to it."""
+    text = f"{record.key}: {record.content}" if record.key else record.content
+    return "\n".join([*context, text])
 
 
 def _make_entity_layer(store: Store) -> tuple[Any, Any]:

@@ -63,6 +63,7 @@ class EmbedderSettings(BaseModel):
     dimensions: int | None = None  # request reduced dimensions (OpenAI Matryoshka models)
     batch_size: int = 64
     query_cache_size: int = 1024  # LRU of query embeddings
+    context_turns: int = 1  # an episode is embedded after this many earlier turns of its session
 
 
 class EntitySettings(BaseModel):

@@ -25,6 +25,8 @@ from clawmemory.validation import (
     check_limit,
     check_metadata,
     check_namespace,
+    check_label,
+    check_labels,
     check_tags,
     check_time,
 )
@@ -33,6 +35,12 @@ __all__ = ["ImportReport", "Memory"]
 
 log = logging.getLogger("clawmemory")
 _UNSET: Any = object()
+
+
+def _confidence(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise InvalidInputError("confidence must be a number between 0 and 1")
+    return float(value)
 
 
 class ImportReport(dict[str, int]):
@@ -228,12 +236,15 @@ class Memory:
             tags=check_tags(fields.pop("tags")),
             metadata=check_metadata(fields.pop("metadata")),
             event_time=check_time(fields.pop("event_time"), "event_time"),
-            source_ids=tuple(str(s) for s in fields.pop("source_ids")),
+            source_ids=check_labels(fields.pop("source_ids"), "source_ids"),
+            session_id=check_label(fields.pop("session_id"), "session_id"),
+            source=check_label(fields.pop("source"), "source"),
+            source_role=check_label(fields.pop("source_role"), "source_role"),
             created_at=now,
             updated_at=now,
             last_accessed=now,  # 000: last_accessed is updated on store
             decay_rate=kind_policy(kind).decay_rate,
-            confidence=max(0.0, min(1.0, float(fields.pop("confidence")))),
+            confidence=_confidence(fields.pop("confidence")),
             **fields,
         )
 
@@ -269,6 +280,9 @@ class Memory:
             changes["metadata"] = check_metadata(metadata)
         if kind is not None:
             changes["kind"] = normalize_kind(kind)
+            if changes["kind"] != current.kind and current.decay_rate > 0:
+                # A memory keeps a confirm (rate 0); otherwise it lives by its new kind's rule.
+                changes["decay_rate"] = kind_policy(changes["kind"]).decay_rate
         if key is not _UNSET:
             changes["key"] = check_key(key, cfg.max_key_chars)
             clash = changes["key"] and self.store_backend.get(self.namespace, changes["key"])
@@ -445,6 +459,9 @@ class Memory:
         include_invalid: bool = False,
         **filters: Any,
     ) -> int:
+        for name, check in (("tags", check_tags), ("metadata", check_metadata)):
+            if name in filters:
+                filters[name] = check(filters[name])
         flt = Filter.build(kind=kind, include_invalid=include_invalid, **filters)
         return self.store_backend.count(self.namespace, flt)
 
@@ -626,15 +643,25 @@ class Memory:
         )
         return self.import_records(parsed, dry_run=dry_run)
 
-    def import_records(self, parsed: ParsedSnapshot, *, dry_run: bool = False) -> ImportReport:
+    def import_records(
+        self,
+        parsed: ParsedSnapshot,
+        *,
+        dry_run: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> ImportReport:
         """Write already-validated records (and links between them) in one all-or-nothing
-        transaction, skipping ids and keys that already exist. Every importer ends here."""
+        transaction, skipping ids and keys that already exist, then index what was created
+        (embeddings in batches, entity links; ``progress(done, total)``). Every importer ends
+        here."""
         parsed = ParsedSnapshot(
             [r.evolve(namespace=self.namespace) for r in parsed.records], parsed.links
         )
+        ids = [r.id for r in parsed.records]
         existing = {
             r.id
-            for r in self.store_backend.get_many(self.namespace, [r.id for r in parsed.records])
+            for i in range(0, len(ids), 5000)
+            for r in self.store_backend.get_many(self.namespace, ids[i : i + 5000])
         }
         fresh, seen = [], set(existing)
         for r in parsed.records:
@@ -647,11 +674,25 @@ class Memory:
                 skipped=len(parsed.records) - len(fresh),
                 links=len(parsed.links),
             )
+        if not fresh:
+            return ImportReport(created=0, skipped=len(parsed.records), links=0)
         results = self.store_backend.put_many(fresh, skip_existing_keys=True, links=parsed.links)
-        created = sum(1 for _, was_created in results if was_created)
+        new = [r for r, was_created in results if was_created]
+        created = len(new)
+        self._index_imported(new, progress)
         return ImportReport(
             created=created, skipped=len(parsed.records) - created, links=len(parsed.links)
         )
+
+    def _index_imported(
+        self, records: Sequence[MemoryRecord], progress: Callable[[int, int], None] | None
+    ) -> None:
+        size = max(self.settings.embedder.batch_size, 256)
+        for i in range(0, len(records), size):
+            batch = records[i : i + size]
+            self._index(batch, dict(self.components.embed_documents(batch)))
+            if progress:
+                progress(min(i + size, len(records)), len(records))
 
     # --- introspection -------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:

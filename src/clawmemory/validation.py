@@ -9,7 +9,9 @@ from typing import Any
 
 from clawmemory.errors import InvalidInputError
 
-__all__ = ["check_content", "check_key", "check_limit", "check_metadata", "check_namespace",
+__all__ = [
+    "check_label",
+    "check_labels","check_content", "check_key", "check_limit", "check_metadata", "check_namespace",
            "check_tags", "check_time"]
 
 
@@ -51,6 +53,27 @@ def check_key(key: Any, max_chars: int) -> str | None:
     if len(stripped) > max_chars:
         raise InvalidInputError(f"key is longer than {max_chars} characters")
     return stripped
+
+
+def check_label(value: Any, what: str, max_chars: int = 512) -> str | None:
+    """An optional short text field (session id, source, role): text or None, never empty."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{what} must be text, not {type(value).__name__}")
+    _check_text(value, what)
+    text = value.strip()
+    if len(text) > max_chars:
+        raise InvalidInputError(f"{what} is longer than {max_chars} characters")
+    return text or None
+
+
+def check_labels(values: Any, what: str) -> tuple[str, ...]:
+    if values is None:
+        return ()
+    if isinstance(values, str) or not isinstance(values, Iterable):
+        raise InvalidInputError(f"{what} must be a list of text")
+    return tuple(v for v in (check_label(x, what) for x in values) if v is not None)
 
 
 def check_namespace(namespace: Any) -> str:

@@ -18,9 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 from clawmemory.config import RecallSettings
 from clawmemory.model import Explanation, Filter, Hit
@@ -29,6 +27,10 @@ from clawmemory.search.sanitize import content_terms, like_tokens, sanitize_term
 from clawmemory.store.base import RankInfo, Store
 from clawmemory.store.memory import tokenize
 from clawmemory.vectors.base import VectorStore
+
+if TYPE_CHECKING:  # numpy loads on first vector use, not at import
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = ["Candidates", "RecallRequest", "Retriever"]
 

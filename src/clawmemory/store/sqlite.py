@@ -161,6 +161,10 @@ def _meta_sql(a: str, key: str, wanted: Any) -> tuple[str, builtins.list[Any]]:
                  wanted_json]
 
 
+def _chunks(ids: Sequence[str], size: int = 5000) -> builtins.list[Sequence[str]]:
+    return [ids[i : i + size] for i in range(0, len(ids), size)]
+
+
 def fts_query(terms: Sequence[str]) -> str:
     """Each term quoted for literal matching and OR-joined (003)."""
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
@@ -360,13 +364,11 @@ class SQLiteStore:
         return rows[0] if rows else None
 
     def get_many(self, namespace: str, ids: Sequence[str]) -> builtins.list[MemoryRecord]:
-        if not ids:
-            return []
-        marks = ", ".join("?" * len(ids))
-        found = self._records(
-            f"SELECT {SELECT} FROM memories m WHERE m.namespace = ? AND m.id IN ({marks})",
-            (namespace, *ids),
-        )
+        found: builtins.list[MemoryRecord] = []
+        for part in _chunks(ids):  # SQLite caps the number of bound variables
+            found += self._records(
+                f"SELECT {SELECT} FROM memories m WHERE m.namespace = ? AND m.id IN"
+                f" ({', '.join('?' * len(part))})", (namespace, *part))
         order = {i: n for n, i in enumerate(ids)}
         return sorted(found, key=lambda r: order[r.id])
 
@@ -459,13 +461,14 @@ class SQLiteStore:
         return [_rank_hit(r) for r in rows]
 
     def rank_info(self, namespace: str, ids: Sequence[str], flt: Filter) -> dict[str, RankInfo]:
-        if not ids:
-            return {}
         where, args = filter_sql(namespace, flt)
-        rows = self._query(
-            f"SELECT {RANK_SELECT}, 0 FROM memories m WHERE {where} AND m.id IN"
-            f" ({', '.join('?' * len(ids))})", [*args, *ids])
-        return {r[0]: _rank_hit(r).info for r in rows}
+        out: dict[str, RankInfo] = {}
+        for part in _chunks(ids):
+            rows = self._query(
+                f"SELECT {RANK_SELECT}, 0 FROM memories m WHERE {where} AND m.id IN"
+                f" ({', '.join('?' * len(part))})", [*args, *part])
+            out.update((r[0], _rank_hit(r).info) for r in rows)
+        return out
 
     def like_search(
         self, namespace: str, tokens: Sequence[str], flt: Filter, *, limit: int

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:  # numpy loads on first vector use, not at import
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = ["VectorStore"]
 

@@ -484,6 +484,7 @@ class Memory:
         include_invalid: bool = False,
         mode: str | None = None,
         depth: int = 0,
+        archive: bool = False,
         touch: bool = True,
     ) -> builtins.list[Hit]:
         """The memories most relevant to ``query``, best first, each with its explanation.
@@ -491,6 +492,7 @@ class Memory:
         ``mode``: "keyword" (BM25), "vector" (embeddings), "hybrid" (keyword + vector + entity
         lists fused), or None for the configured default ("auto": hybrid when an embedder
         works, else keyword). ``depth=1`` adds the linked neighbours of the hits (000).
+        ``archive=True`` searches the archive of pruned memories instead (003).
         Recall counts as access: ``last_accessed`` and ``access_count`` are updated (``touch``).
         """
         if not isinstance(query, str):
@@ -500,6 +502,10 @@ class Memory:
             raise InvalidInputError("depth must be 0, 1, 2 or 3")
         if not query.strip():
             return []  # 000: empty queries return immediately
+        if archive:
+            from clawmemory.lifecycle import recall_archive
+
+            return recall_archive(self, query, limit)
         flt = Filter.build(
             kind=kind,
             tags=check_tags(tags),
@@ -718,7 +724,7 @@ class Memory:
         """Drop every stored vector and embed all memories of this namespace again with the
         current embedder (after a model change). Returns how many were embedded."""
         vectors = self.components.reset_vectors()
-        total = self.store_backend.count(self.namespace, Filter(include_invalid=True))
+        total = self.store_backend.count(self.namespace, Filter())
         return self._embed_missing(vectors, total, progress, batch_size)
 
     def backfill(
@@ -728,7 +734,7 @@ class Memory:
         vectors = self.components.vectors()
         if vectors is None:
             raise InvalidInputError(self.components.vector_status())
-        total = self.store_backend.count(self.namespace, Filter(include_invalid=True))
+        total = self.store_backend.count(self.namespace, Filter())
         return self._embed_missing(
             vectors, total - vectors.count(self.namespace), progress, batch_size
         )

@@ -104,7 +104,7 @@ class MemoryVectors:
             ids = [
                 r.id
                 for r in self.store.list(
-                    namespace, Filter(include_invalid=True), limit=10**9, order="oldest"
+                    namespace, Filter(), limit=10**9, order="oldest"
                 )
             ]
             return [i for i in ids if i not in m][:limit]

@@ -163,7 +163,8 @@ class SQLiteVectors:
         if self.dimension is None:
             return []
         rows = self.store._query(
-            "SELECT m.id FROM memories m WHERE m.namespace = ? AND NOT EXISTS"
+            "SELECT m.id FROM memories m WHERE m.namespace = ? AND m.valid_until IS NULL"
+            " AND NOT EXISTS"
             " (SELECT 1 FROM vec_memories v WHERE v.seq = m.seq) ORDER BY m.seq LIMIT ?",
             (namespace, limit),
         )

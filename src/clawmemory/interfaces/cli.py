@@ -1,0 +1,738 @@
+"""``clawmem``: the command-line adapter over ``Memory``.
+
+Every command translates its arguments into one or two ``Memory`` calls and renders the result,
+as a rich table for people or as JSON (``--json``) for programs. Errors from the engine's tree
+(``ClawMemoryError``) are turned into one ``error: ...`` line on stderr and an exit code by one
+wrapper (``_guarded``), so no command has its own try/except.
+
+More commands live in ``clawmemory.interfaces.cli_*`` modules (``export``/``import`` in
+``cli_portability``, maintenance in ``cli_lifecycle``, the MCP server in ``cli_mcp``): each has a
+``register(app)`` hook, called by ``main()``, and builds on the helpers here (``_open``,
+``_emit``, ``_guarded``, ...), so every command shares the global options, the output modes and
+the error boundary. Exit codes:
+
+    0   success
+    1   not found (no memory with that id or key), or a confirmation was declined
+    2   usage or input error: bad option, invalid content, unknown kind, bad --meta,
+        unreadable or malformed import file, invalid configuration
+    3   the operation failed: storage (I/O, locked, newer schema), embedder or LLM error
+    70  internal error (a bug): rerun with CLAWMEM_DEBUG=1 to see the traceback
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+import sys
+import tempfile
+import traceback
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, ParamSpec
+
+import typer
+
+from clawmemory.config import Backend, load_settings
+from clawmemory.engine import Memory
+from clawmemory.errors import (
+    ClawMemoryError,
+    ConfigError,
+    ImportFormatError,
+    InvalidInputError,
+    NotFoundError,
+)
+from clawmemory.model import KIND_ALIASES, KINDS, Hit, MemoryRecord
+from clawmemory.store.base import ORDERS
+
+if TYPE_CHECKING:  # rich is imported lazily: --json output never needs it
+    from rich.console import Console, RenderableType
+    from rich.table import Table
+
+__all__ = ["EXIT_FAILED", "EXIT_INTERNAL", "EXIT_NOT_FOUND", "EXIT_OK", "EXIT_USAGE", "app",
+           "main", "register_extensions"]
+
+EXIT_OK = 0
+EXIT_NOT_FOUND = 1
+EXIT_USAGE = 2
+EXIT_FAILED = 3
+EXIT_INTERNAL = 70  # sysexits.h EX_SOFTWARE
+
+# First match wins; anything else in the tree (storage, embedder, LLM) is EXIT_FAILED.
+_EXIT_CODES: tuple[tuple[type[ClawMemoryError], int], ...] = (
+    (NotFoundError, EXIT_NOT_FOUND),
+    (InvalidInputError, EXIT_USAGE),
+    (ImportFormatError, EXIT_USAGE),
+    (ConfigError, EXIT_USAGE),
+)
+
+_KIND_NAMES = ", ".join([*KINDS, *KIND_ALIASES])
+_TIME_FIELDS = frozenset({"created_at", "updated_at", "last_accessed", "event_time",
+                          "valid_until", "newest", "oldest"})
+_CLIP = 60  # characters of content shown in a table cell
+
+P = ParamSpec("P")
+
+app = typer.Typer(
+    name="clawmem",
+    help="clawmemory: local-first long-term memory for LLM agents.\n\n"
+    "Global options go before the command. Environment: CLAWMEM_DB, CLAWMEM_NAMESPACE,"
+    " CLAWMEM_BACKEND, CLAWMEM_CONFIG, CLAWMEM_HOME, CLAWMEM_DEBUG.\n\n"
+    "Example: clawmem --db agent.db --json recall \"dark theme\"",
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+@dataclass(frozen=True)
+class _Globals:
+    """The options given before the command."""
+
+    db: Path | None = None
+    namespace: str | None = None
+    backend: Backend | None = None
+    json: bool = False
+
+
+# --- error boundary ------------------------------------------------------------------------------
+def _exit_code(exc: ClawMemoryError) -> int:
+    return next((code for kind, code in _EXIT_CODES if isinstance(exc, kind)), EXIT_FAILED)
+
+
+def _say_error(message: str) -> None:
+    # One line, always: scripts and tests read the first line of stderr.
+    sys.stderr.write("error: " + (" ".join(message.splitlines()) or "unknown error") + "\n")
+    sys.stderr.flush()
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    _say_error(message)
+    raise typer.Exit(code)
+
+
+def _internal(exc: BaseException) -> str:
+    """The line for an exception nobody anticipated (a bug); the traceback only on request."""
+    if os.environ.get("CLAWMEM_DEBUG"):
+        traceback.print_exception(exc)
+    return (f"internal error: {type(exc).__name__}: {exc}"
+            " (rerun with CLAWMEM_DEBUG=1 for the traceback)")
+
+
+def _guarded(fn: Callable[P, None]) -> Callable[P, None]:
+    """The command boundary: the engine's errors become one stderr line and an exit code."""
+
+    @functools.wraps(fn)
+    def run(*args: P.args, **kwargs: P.kwargs) -> None:
+        try:
+            fn(*args, **kwargs)
+        except ClawMemoryError as exc:
+            if os.environ.get("CLAWMEM_DEBUG"):
+                traceback.print_exception(exc)
+            _fail(str(exc), _exit_code(exc))
+        except typer.Abort:  # a prompt hit end of input or Ctrl-D
+            _fail("aborted; nothing was changed", EXIT_NOT_FOUND)
+        except (typer.Exit, typer.TyperException, BrokenPipeError):
+            raise  # click's own signals and usage errors; main() renders those
+        except Exception as exc:
+            _fail(_internal(exc), EXIT_INTERNAL)
+
+    return run
+
+
+def _command(name: str) -> Callable[[Callable[P, None]], Callable[P, None]]:
+    """Register a command under ``name`` behind the error boundary."""
+
+    def register(fn: Callable[P, None]) -> Callable[P, None]:
+        app.command(name)(_guarded(fn))
+        return fn
+
+    return register
+
+
+# --- argument translation -----------------------------------------------------------------------
+def _globals(ctx: typer.Context) -> _Globals:
+    return ctx.ensure_object(_Globals)
+
+
+@contextmanager
+def _open(ctx: typer.Context) -> Iterator[Memory]:
+    g = _globals(ctx)
+    with _open_memory(g.db, g.namespace, g.backend.value if g.backend else None) as mem:
+        yield mem
+
+
+@contextmanager
+def _open_memory(db: Path | None, namespace: str | None, backend: str | None) -> Iterator[Memory]:
+    """Settings from the file and environment, with the command line on top (None = not given)."""
+    settings = load_settings(db=db, namespace=namespace, backend=backend)
+    _configure_logging(settings.log_level)
+    with Memory.open(settings=settings) as mem:
+        yield mem
+
+
+def _configure_logging(level_name: str) -> None:
+    level = logging.getLevelNamesMapping().get(str(level_name).upper())
+    if level is None:
+        raise ConfigError(f"invalid setting log_level: unknown level {level_name!r}")
+    logging.basicConfig(level=level, format="clawmem: %(levelname)s: %(message)s")
+
+
+def _read_stdin(what: str) -> str:
+    try:
+        return sys.stdin.buffer.read().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f"{what} on stdin is not UTF-8 text: {exc.reason}") from exc
+
+
+def _text_arg(value: str) -> str:
+    """``-`` means stdin; one trailing newline (from echo or a heredoc) is not content."""
+    if value != "-":
+        return value
+    text = _read_stdin("content")
+    return text[:-1] if text.endswith("\n") else text
+
+
+def _tags(repeated: Sequence[str] | None, joined: str | None) -> list[str]:
+    return [*(repeated or ()), *(joined.split(",") if joined else ())]
+
+
+def _meta(pairs: Sequence[str] | None) -> dict[str, str] | None:
+    if not pairs:
+        return None
+    result: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise InvalidInputError(f"--meta expects KEY=VALUE, got {pair!r}")
+        result[name.strip()] = value
+    return result
+
+
+def _read_source(file: str) -> tuple[str, str]:
+    """The text of an import source and the name errors should give it."""
+    if file == "-":
+        try:
+            return _read_stdin("the snapshot"), "<stdin>"
+        except InvalidInputError as exc:
+            raise ImportFormatError(str(exc), path="<stdin>") from exc
+    try:
+        return Path(file).read_text(encoding="utf-8"), file
+    except UnicodeDecodeError as exc:
+        raise ImportFormatError(f"not UTF-8 text ({exc.reason})", path=file) from exc
+    except OSError as exc:
+        raise ImportFormatError(f"cannot read: {exc.strerror or exc}", path=file) from exc
+
+
+# --- rendering -----------------------------------------------------------------------------------
+def _emit(ctx: typer.Context, data: Any, render: Callable[[Console], None]) -> None:
+    """JSON on stdout with --json, else whatever ``render`` draws."""
+    if _globals(ctx).json:
+        _print_json(data)
+    else:
+        render(_console())
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+
+
+def _console() -> Console:
+    from rich.console import Console
+
+    return Console(highlight=False)
+
+
+def _line(text: str) -> Callable[[Console], None]:
+    return lambda console: console.print(text, markup=False)
+
+
+def _clip(text: str, width: int = _CLIP) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def _show(name: str, value: Any) -> str:
+    if value is None:
+        return "-"
+    if name in _TIME_FIELDS and isinstance(value, int | float):
+        return datetime.fromtimestamp(value, UTC).isoformat(timespec="seconds")
+    if isinstance(value, list | tuple):
+        return ", ".join(str(v) for v in value) or "-"
+    if isinstance(value, Mapping):
+        return json.dumps(dict(value), ensure_ascii=False) if value else "-"
+    return str(value)
+
+
+def _fields_table(data: Mapping[str, Any]) -> Table:
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(overflow="fold")
+    for name, value in data.items():
+        table.add_row(name, Text(_show(name, value)))
+    return table
+
+
+def _records_table(records: Sequence[MemoryRecord]) -> Table:
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table()
+    for column in ("id", "kind", "score", "content"):
+        table.add_column(column, no_wrap=column != "content")
+    for r in records:
+        content = Text(_clip(r.content) + ("" if r.is_valid else " (invalidated)"))
+        # key and tags ride under the content: an 80-column terminal has no room for columns
+        details = [f"key: {r.key}"] * bool(r.key) + [f"tags: {', '.join(r.tags)}"] * bool(r.tags)
+        if details:
+            content.append("\n" + " · ".join(details), style="dim")
+        table.add_row(r.id, r.kind, str(r.score), content)
+    return table
+
+
+def _hits_table(hits: Sequence[Hit], explain: bool) -> Table:
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(show_lines=explain)
+    for column in ("#", "id", "score", "kind", "content"):
+        table.add_column(column, no_wrap=column != "content")
+    for rank, hit in enumerate(hits, 1):
+        content = Text(_clip(hit.memory.content))
+        if explain:
+            content.append("\nwhy: " + str(hit.explain), style="dim")
+        table.add_row(str(rank), hit.memory.id, f"{hit.score:.4g}", hit.memory.kind, content)
+    return table
+
+
+def _print_hits(hits: Sequence[Hit], explain: bool) -> Callable[[Console], None]:
+    def render(console: Console) -> None:
+        if hits:
+            console.print(_hits_table(hits, explain))
+        else:
+            console.print("no memories matched", markup=False)
+
+    return render
+
+
+def _print(build: Callable[[], RenderableType]) -> Callable[[Console], None]:
+    """Render what ``build`` makes; built only when shown, so --json never imports rich."""
+    return lambda console: console.print(build())
+
+
+# --- global options ------------------------------------------------------------------------------
+def _show_version(value: bool) -> None:
+    if value:
+        from clawmemory import __version__
+
+        typer.echo(f"clawmem {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _global_options(
+    ctx: typer.Context,
+    *,
+    db: Annotated[Path | None, typer.Option(
+        "--db", envvar="CLAWMEM_DB", metavar="PATH",
+        help="Database file. Default: ~/.clawmemory/memory.db (or $CLAWMEM_HOME).")] = None,
+    namespace: Annotated[str | None, typer.Option(
+        "--namespace", "-n", envvar="CLAWMEM_NAMESPACE", metavar="NS",
+        help="Namespace (tenant) to work in. Default: default.")] = None,
+    backend: Annotated[Backend | None, typer.Option(
+        "--backend", envvar="CLAWMEM_BACKEND", case_sensitive=False,
+        help="Storage backend. Default: sqlite.")] = None,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="Machine output: one JSON document on stdout.")] = False,
+    version: Annotated[bool, typer.Option(
+        "--version", callback=_show_version, is_eager=True,
+        help="Print the version and exit.")] = False,
+) -> None:
+    ctx.obj = _Globals(db=db, namespace=namespace, backend=backend, json=as_json)
+    if ctx.invoked_subcommand is None:
+        typer.echo(ctx.get_help())
+
+
+# --- writing -------------------------------------------------------------------------------------
+TagOpt = Annotated[list[str] | None, typer.Option(
+    "--tag", "-t", metavar="TAG", help="A tag (repeatable).")]
+TagsOpt = Annotated[str | None, typer.Option(
+    "--tags", metavar="A,B", help="Comma-separated tags.")]
+MetaOpt = Annotated[list[str] | None, typer.Option(
+    "--meta", "-m", metavar="KEY=VALUE", help="Metadata pair (repeatable).")]
+KindsOpt = Annotated[list[str] | None, typer.Option(
+    "--kind", "-k", metavar="KIND", help=f"Only this kind (repeatable): {_KIND_NAMES}.")]
+SessionOpt = Annotated[str | None, typer.Option("--session", help="Session id.")]
+IdArg = Annotated[str, typer.Argument(metavar="ID_OR_KEY", help="Memory id or key.")]
+InvalidOpt = Annotated[bool, typer.Option(
+    "--include-invalid", help="Also show invalidated (corrected) memories.")]
+
+
+@_command("add")
+def add_cmd(
+    ctx: typer.Context,
+    *,
+    content: Annotated[str, typer.Argument(
+        metavar="CONTENT", help="The memory text, or - to read it from stdin.")],
+    key: Annotated[str | None, typer.Option(
+        help="Human-readable key, unique per namespace; an existing key is updated.")] = None,
+    kind: Annotated[str, typer.Option("--kind", "-k", help=f"One of: {_KIND_NAMES}.")] = "fact",
+    tag: TagOpt = None,
+    tags: TagsOpt = None,
+    meta: MetaOpt = None,
+    session: SessionOpt = None,
+    source: Annotated[str | None, typer.Option(
+        help="Provenance tag, e.g. conversation or agent.")] = None,
+    event_time: Annotated[str | None, typer.Option(
+        "--event-time", metavar="ISO", help="When it happened, ISO-8601.")] = None,
+) -> None:
+    """Store a memory and print its id.
+
+    Example: clawmem add "User prefers dark mode" --kind preference --tag ui
+    """
+    with _open(ctx) as mem:
+        memory_id = mem.store(_text_arg(content), key=key, kind=kind, tags=_tags(tag, tags),
+                              metadata=_meta(meta), session_id=session, source=source,
+                              event_time=event_time)
+    _emit(ctx, {"id": memory_id, "key": key}, _line(memory_id))
+
+
+@_command("update")
+def update_cmd(
+    ctx: typer.Context,
+    *,
+    id_or_key: IdArg,
+    content: Annotated[str | None, typer.Option(
+        help="New text, or - to read it from stdin.")] = None,
+    tags: Annotated[str | None, typer.Option(
+        metavar="A,B", help="Replace the tags (comma-separated; \"\" clears them).")] = None,
+    kind: Annotated[str | None, typer.Option(help=f"New kind: {_KIND_NAMES}.")] = None,
+    key: Annotated[str | None, typer.Option(help="New key.")] = None,
+) -> None:
+    """Change a memory in place; its id and score are kept.
+
+    Example: clawmem update hmac-rule --content "HMAC covers the raw body" --tags api,security
+    """
+    changes: dict[str, Any] = {name: value for name, value in
+                               (("tags", tags), ("kind", kind), ("key", key)) if value is not None}
+    if content is not None:
+        changes["content"] = _text_arg(content)
+    if not changes:
+        raise InvalidInputError("nothing to update: give --content, --tags, --kind or --key")
+    with _open(ctx) as mem:
+        record = mem.update(id_or_key, **changes)
+    _emit(ctx, record.to_dict(), _line(f"updated {record.id}"))
+
+
+@_command("forget")
+def forget_cmd(
+    ctx: typer.Context,
+    *,
+    id_or_key: Annotated[str | None, typer.Argument(
+        metavar="[ID_OR_KEY]", help="Memory id or key.")] = None,
+    everything: Annotated[bool, typer.Option(
+        "--all", help="Delete every memory of the namespace.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask before --all.")] = False,
+) -> None:
+    """Delete one memory for good, or with --all the whole namespace.
+
+    Nothing derived from it is left: no index rows, links or vectors.
+
+    Example: clawmem forget hmac-rule
+    """
+    if everything == (id_or_key is not None):
+        raise InvalidInputError("give either the id or key of one memory, or --all")
+    with _open(ctx) as mem:
+        if id_or_key is not None:
+            record = mem.forget(id_or_key)
+            data: dict[str, Any] = {"deleted": 1, "id": record.id, "key": record.key}
+            _emit(ctx, data, _line(f"forgot {record.id}"))
+            return
+        count = mem.count(include_invalid=True)
+        if not yes and not _confirmed(
+                f"Delete all {count} memories in namespace {mem.namespace!r}?"):
+            _fail("aborted; nothing was deleted", EXIT_NOT_FOUND)
+        deleted = mem.forget_namespace()
+        data = {"deleted": deleted, "namespace": mem.namespace}
+        _emit(ctx, data, _line(f"forgot {deleted} memories in namespace {mem.namespace!r}"))
+
+
+def _confirmed(question: str) -> bool:
+    """Ask on stderr (stdout may be JSON); end of input means no."""
+    try:
+        answer = typer.confirm(question, err=True)
+    except typer.Abort:
+        answer = False
+    if not sys.stdin.isatty():  # a piped answer is not echoed: end the prompt's line
+        sys.stderr.write("\n")
+    return answer
+
+
+# --- feedback and correction ---------------------------------------------------------------------
+WeightOpt = Annotated[int | None, typer.Option(
+    min=0, help="Points to add or take (default from settings: reinforce 3, demote 1).")]
+
+
+@_command("reinforce")
+def reinforce_cmd(ctx: typer.Context, id_or_key: IdArg, weight: WeightOpt = None) -> None:
+    """Say a memory helped: its score goes up and it ranks higher in recall.
+
+    Example: clawmem reinforce hmac-rule
+    """
+    with _open(ctx) as mem:
+        record = mem.reinforce(id_or_key, weight)
+    _emit(ctx, record.to_dict(), _line(f"reinforced {record.id}: score {record.score}"))
+
+
+@_command("demote")
+def demote_cmd(ctx: typer.Context, id_or_key: IdArg, weight: WeightOpt = None) -> None:
+    """Say a memory is wrong or stale: its score goes down.
+
+    Example: clawmem demote 3f2a9c0d1e4b5a67
+    """
+    with _open(ctx) as mem:
+        record = mem.demote(id_or_key, weight)
+    _emit(ctx, record.to_dict(), _line(f"demoted {record.id}: score {record.score}"))
+
+
+@_command("correct")
+def correct_cmd(
+    ctx: typer.Context,
+    *,
+    id_or_key: IdArg,
+    new_content: Annotated[str, typer.Argument(
+        metavar="NEW_CONTENT", help="The corrected text, or - to read it from stdin.")],
+    tags: Annotated[str | None, typer.Option(
+        metavar="A,B", help="Tags of the corrected memory (default: the old ones).")] = None,
+    reason: Annotated[str | None, typer.Option(help="Why it was corrected.")] = None,
+) -> None:
+    """Replace a memory with a corrected one; the old one is kept, invalidated (see history).
+
+    Example: clawmem correct hmac-rule "HMAC covers the raw body, even when empty" --reason "API v2"
+    """
+    with _open(ctx) as mem:
+        record = mem.correct(id_or_key, _text_arg(new_content), tags=tags, reason=reason)
+    _emit(ctx, record.to_dict(), _line(f"corrected {record.supersedes} -> {record.id}"))
+
+
+@_command("confirm")
+def confirm_cmd(ctx: typer.Context, id_or_key: IdArg) -> None:
+    """Protect a memory for good: it never decays and its confidence is 1.
+
+    Example: clawmem confirm hmac-rule
+    """
+    with _open(ctx) as mem:
+        record = mem.confirm(id_or_key)
+    _emit(ctx, record.to_dict(), _line(f"confirmed {record.id}"))
+
+
+@_command("history")
+def history_cmd(ctx: typer.Context, id_or_key: IdArg) -> None:
+    """Show the chain of corrections through a memory, oldest first.
+
+    Example: clawmem history hmac-rule
+    """
+    with _open(ctx) as mem:
+        chain = mem.history(id_or_key)
+    data = {"id": chain[-1].id, "chain": [r.to_dict() for r in chain]}
+    _emit(ctx, data, _print(lambda: _records_table(chain)))
+
+
+# --- reading -------------------------------------------------------------------------------------
+@_command("recall")
+def recall_cmd(
+    ctx: typer.Context,
+    *,
+    query: Annotated[str, typer.Argument(
+        metavar="QUERY", help="What to look for, in plain words.")],
+    limit: Annotated[int | None, typer.Option(
+        "--limit", "-l", help="Most hits to return (default from settings: 5).")] = None,
+    kind: KindsOpt = None,
+    tag: TagOpt = None,
+    tags: TagsOpt = None,
+    session: SessionOpt = None,
+    meta: MetaOpt = None,
+    include_invalid: InvalidOpt = False,
+    explain: Annotated[bool, typer.Option(
+        "--explain", "-e", help="Show why each memory matched and how it was scored.")] = False,
+) -> None:
+    """Find the memories most relevant to a query, best first.
+
+    Example: clawmem recall "dark theme" --explain
+    """
+    with _open(ctx) as mem:
+        hits: list[Hit] = mem.recall(query, limit=limit, kind=kind or None, tags=_tags(tag, tags),
+                          session_id=session, metadata=_meta(meta),
+                          include_invalid=include_invalid)
+        namespace = mem.namespace
+    data = {"query": query, "namespace": namespace, "hits": [h.to_dict() for h in hits]}
+    _emit(ctx, data, _print_hits(hits, explain))
+
+
+@_command("get")
+def get_cmd(ctx: typer.Context, id_or_key: IdArg) -> None:
+    """Show one memory, every field.
+
+    Example: clawmem get hmac-rule
+    """
+    with _open(ctx) as mem:
+        record = mem.get(id_or_key)
+    _emit(ctx, record.to_dict(), _print(lambda: _fields_table(record.to_dict())))
+
+
+@_command("list")
+def list_cmd(
+    ctx: typer.Context,
+    *,
+    kind: KindsOpt = None,
+    tag: TagOpt = None,
+    tags: TagsOpt = None,
+    session: SessionOpt = None,
+    meta: MetaOpt = None,
+    limit: Annotated[int, typer.Option("--limit", "-l", help="Most memories to show.")] = 20,
+    offset: Annotated[int, typer.Option(help="Skip this many first.")] = 0,
+    order: Annotated[str, typer.Option(help=f"One of: {', '.join(ORDERS)}.")] = "newest",
+    include_invalid: InvalidOpt = False,
+) -> None:
+    """List memories, newest first, with optional filters.
+
+    Example: clawmem list --kind preference --tag ui --limit 10
+    """
+    with _open(ctx) as mem:
+        records = mem.list(kind=kind or None, tags=_tags(tag, tags), session_id=session,
+                           metadata=_meta(meta), include_invalid=include_invalid,
+                           limit=limit, offset=offset, order=order)
+        namespace = mem.namespace
+    data = {"namespace": namespace, "offset": offset, "count": len(records),
+            "memories": [r.to_dict() for r in records]}
+    if records:
+        _emit(ctx, data, _print(lambda: _records_table(records)))
+    else:
+        _emit(ctx, data, _line("no memories"))
+
+
+@_command("stats")
+def stats_cmd(ctx: typer.Context) -> None:
+    """Show counts by kind, links, size and the database path.
+
+    Example: clawmem --db agent.db stats
+    """
+    with _open(ctx) as mem:
+        stats = mem.stats()
+    _emit(ctx, stats, _print(lambda: _fields_table(stats)))
+
+
+# --- demo ----------------------------------------------------------------------------------------
+_DEMO_MEMORIES: tuple[tuple[str, str, tuple[str, ...], str | None], ...] = (
+    ("User prefers dark mode in every editor", "preference", ("ui",), None),
+    ("Payment API: the HMAC signature excludes an empty request body", "fact", ("api",),
+     "hmac-rule"),
+    ("The staging database is reset every Monday at 06:00 UTC", "fact", ("ops",), None),
+    ("Deploy of 2024-03-02 failed because the migration timed out", "event", ("ops",), None),
+)
+
+
+@_command("demo")
+def demo_cmd(ctx: typer.Context) -> None:
+    """Run a short end-to-end demo: store, recall with explanations, reinforce, forget.
+
+    It uses a temporary database that is deleted afterwards; your --db is not touched.
+
+    Example: clawmem demo
+    """
+    quiet = _globals(ctx).json
+    console = None if quiet else _console()
+
+    def show(renderable: RenderableType) -> None:
+        if console is not None:
+            console.print(renderable)
+
+    with tempfile.TemporaryDirectory(prefix="clawmem-demo-") as tmp, \
+            _open_memory(Path(tmp) / "demo.db", "demo", "sqlite") as mem:
+        report = _demo(mem, show)
+    if quiet:
+        _print_json(report)
+
+
+def _demo(mem: Memory, show: Callable[[RenderableType], None]) -> dict[str, Any]:
+    from rich.text import Text
+
+    show(Text("1. store: four memories in a temporary database", style="bold"))
+    ids = [mem.store(content, kind=kind, tags=tags, key=key)
+           for content, kind, tags, key in _DEMO_MEMORIES]
+    show(_records_table(mem.list(order="oldest")))
+    query = "which editor theme does a user prefer"
+    hits: list[Hit] = mem.recall(query, limit=3)
+    show(Text(f"\n2. recall {query!r}, with explanations", style="bold"))
+    show(_hits_table(hits, explain=True))
+    reinforced = mem.reinforce("hmac-rule")
+    show(Text(f"\n3. reinforce 'hmac-rule' (it helped): score {reinforced.score}; recall"
+              " 'HMAC signature' now ranks it with a reinforcement factor", style="bold"))
+    boosted: list[Hit] = mem.recall("HMAC signature", limit=1)
+    show(_hits_table(boosted, explain=True))
+    forgotten = mem.forget("hmac-rule")
+    after: list[Hit] = mem.recall("HMAC signature", limit=3)
+    show(Text(f"\n4. forget 'hmac-rule' ({forgotten.id}): hard delete", style="bold"))
+    try:
+        mem.get("hmac-rule")
+        gone = False
+    except NotFoundError as exc:
+        gone = not any(h.memory.id == forgotten.id for h in after)
+        show(Text(f"get 'hmac-rule' -> {exc}; recall 'HMAC signature' -> {len(after)} hits;"
+                  f" {mem.count()} memories left", style="green" if gone else "red"))
+    return {"stored": ids, "recall": {"query": query, "hits": [h.to_dict() for h in hits]},
+            "reinforced": reinforced.to_dict(), "forgotten": forgotten.id,
+            "recall_after_forget": [h.to_dict() for h in after], "gone": gone,
+            "remaining": mem.count()}
+
+
+# --- entry point ---------------------------------------------------------------------------------
+def register_extensions(target: typer.Typer) -> None:
+    """Add the commands of every ``clawmemory.interfaces.cli_*`` module (its ``register(app)``
+    hook) to ``target``. main() calls it, so importing this module stays free of side effects;
+    a hook replaces commands of its names, so calling it twice is harmless."""
+    import importlib
+    import pkgutil
+
+    import clawmemory.interfaces as package
+
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
+        if not info.name.startswith("cli_"):
+            continue
+        try:
+            module = importlib.import_module(f"{package.__name__}.{info.name}")
+        except ImportError as exc:  # one broken add-on must not take every command down
+            sys.stderr.write(f"warning: clawmem commands from {info.name} unavailable: {exc}\n")
+            continue
+        hook = getattr(module, "register", None)
+        if callable(hook):
+            hook(target)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The ``clawmem`` console script. Returns the exit code."""
+    register_extensions(app)
+    command = typer.main.get_command(app)
+    try:
+        result = command.main(args=None if argv is None else list(argv), prog_name="clawmem",
+                              standalone_mode=False)
+    except typer.TyperException as exc:  # click's usage errors: bad option, missing argument
+        usage_ctx = getattr(exc, "ctx", None)
+        hint = f" (see '{usage_ctx.command_path} --help')" if usage_ctx is not None else ""
+        _say_error(exc.format_message() + hint)
+        return exc.exit_code
+    except typer.Abort:
+        _say_error("aborted")
+        return EXIT_NOT_FOUND
+    except Exception as exc:  # outside any command, e.g. while parsing: still one line
+        _say_error(_internal(exc))
+        return EXIT_INTERNAL
+    return result if isinstance(result, int) else EXIT_OK

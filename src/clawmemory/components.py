@@ -82,7 +82,10 @@ class Components:
             if self._vector_state is None:
                 self._vector_state = self._bind()
                 if self._vector_state != "ok":
-                    log.warning("%s", self._vector_state)
+                    # Said once. A user who chose "none" needs no warning about it.
+                    chose_none = self.settings.embedder.provider in ("", "none")
+                    log.log(logging.INFO if chose_none else logging.WARNING, "%s",
+                            self._vector_state)
             return self._vectors if self._vector_state == "ok" else None
 
     def _bind(self) -> str:

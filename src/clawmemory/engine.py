@@ -22,11 +22,11 @@ from clawmemory.store.factory import open_store
 from clawmemory.validation import (
     check_content,
     check_key,
+    check_label,
+    check_labels,
     check_limit,
     check_metadata,
     check_namespace,
-    check_label,
-    check_labels,
     check_tags,
     check_time,
 )
@@ -107,6 +107,19 @@ class Memory:
             clock=clock,
             embedder=embedder,
         )
+
+    def warm_up(self) -> None:
+        """Load the embedder and vector index in a background thread, so a server's first
+        recall does not pay the model's load time (seconds). Returns at once."""
+        import threading
+
+        def load() -> None:
+            try:
+                self.components.vectors()
+            except Exception:
+                log.debug("warm-up failed", exc_info=True)
+
+        threading.Thread(target=load, name="clawmemory-warm-up", daemon=True).start()
 
     def with_namespace(self, namespace: str) -> Memory:
         """The same store (and the same loaded embedder) seen as another tenant."""
@@ -682,12 +695,13 @@ class Memory:
             )
         if not fresh:
             return ImportReport(created=0, skipped=len(parsed.records), links=0)
+        links_before = self.store_backend.stats(self.namespace).links
         results = self.store_backend.put_many(fresh, skip_existing_keys=True, links=parsed.links)
         new = [r for r, was_created in results if was_created]
-        created = len(new)
+        links = self.store_backend.stats(self.namespace).links - links_before
         self._index_imported(new, progress)
         return ImportReport(
-            created=created, skipped=len(parsed.records) - created, links=len(parsed.links)
+            created=len(new), skipped=len(parsed.records) - len(new), links=max(links, 0)
         )
 
     def _index_imported(

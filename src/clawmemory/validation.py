@@ -10,9 +10,16 @@ from typing import Any
 from clawmemory.errors import InvalidInputError
 
 __all__ = [
+    "check_content",
+    "check_key",
     "check_label",
-    "check_labels","check_content", "check_key", "check_limit", "check_metadata", "check_namespace",
-           "check_tags", "check_time"]
+    "check_labels",
+    "check_limit",
+    "check_metadata",
+    "check_namespace",
+    "check_tags",
+    "check_time",
+]
 
 
 def _check_text(value: str, what: str) -> None:

@@ -138,7 +138,7 @@ def runs_cmd(
 def daemon_cmd(ctx: typer.Context, *, all_namespaces: AllNamespacesOpt = False) -> None:
     """Run maintenance on its schedule in the foreground until Ctrl-C or SIGTERM.
 
-    Schedules come from the config file's [maintenance] section (cron syntax). With --json the
+    Schedules come from the config file's \\[maintenance] section (cron syntax). With --json the
     schedule is printed as one JSON document.
 
     Example: clawmem --db agent.db daemon --all-namespaces

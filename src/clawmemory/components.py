@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from clawmemory.config import Settings
-from clawmemory.errors import ClawMemoryError
+from clawmemory.errors import ClawMemoryError, ConfigError
 from clawmemory.model import Filter, MemoryRecord
 from clawmemory.store.base import Store
 from clawmemory.vectors import VectorStore, vector_store_for
@@ -84,8 +84,9 @@ class Components:
                 if self._vector_state != "ok":
                     # Said once. A user who chose "none" needs no warning about it.
                     chose_none = self.settings.embedder.provider in ("", "none")
-                    log.log(logging.INFO if chose_none else logging.WARNING, "%s",
-                            self._vector_state)
+                    log.log(
+                        logging.INFO if chose_none else logging.WARNING, "%s", self._vector_state
+                    )
             return self._vectors if self._vector_state == "ok" else None
 
     def _bind(self) -> str:
@@ -120,10 +121,12 @@ class Components:
         with self._lock:
             embedder = self.embedder
             if embedder is None:
-                raise ClawMemoryError("no embedder configured; nothing to reindex with")
+                raise ConfigError(
+                    "no embedder configured (embedder.provider); nothing to reindex with"
+                )
             vectors = vector_store_for(self.store)
             if vectors is None:
-                raise ClawMemoryError(f"the {self.store.backend} backend cannot store vectors")
+                raise ConfigError(f"the {self.store.backend} backend cannot store vectors")
             vectors.reset(embedder.name, embedder.dimension)
             self._vectors, self._vector_state = vectors, "ok"
             return vectors
@@ -132,8 +135,9 @@ class Components:
         """Embeddings for records, batched; computed outside any store lock (000)."""
         if not records or self.vectors() is None:
             return []
-        texts = [document_text(r, ctx) for r, ctx in zip(records, self._contexts(records),
-                                                          strict=True)]
+        texts = [
+            document_text(r, ctx) for r, ctx in zip(records, self._contexts(records), strict=True)
+        ]
         matrix = self.embedder.embed(texts)
         return [(r.id, matrix[i]) for i, r in enumerate(records)]
 
@@ -152,8 +156,11 @@ class Components:
             key = (r.namespace, r.session_id)
             if key not in recent:
                 earlier = self.store.list(
-                    r.namespace, Filter(kinds=("episode",), session_id=r.session_id),
-                    limit=n, order="newest")
+                    r.namespace,
+                    Filter(kinds=("episode",), session_id=r.session_id),
+                    limit=n,
+                    order="newest",
+                )
                 recent[key] = [e.content for e in reversed(earlier) if e.id != r.id]
             out[i] = recent[key][-n:]
             recent[key].append(r.content)

@@ -563,6 +563,13 @@ def recall_cmd(
     include_invalid: InvalidOpt = False,
     explain: Annotated[bool, typer.Option(
         "--explain", "-e", help="Show why each memory matched and how it was scored.")] = False,
+    mode: Annotated[str | None, typer.Option(
+        "--mode", help="keyword, vector, hybrid or auto (default: hybrid when an embedder"
+        " works, else keyword).")] = None,
+    depth: Annotated[int, typer.Option(
+        "--depth", help="1 adds the linked neighbours of the hits.")] = 0,
+    archive: Annotated[bool, typer.Option(
+        "--archive", help="Search the archive of pruned memories instead.")] = False,
 ) -> None:
     """Find the memories most relevant to a query, best first.
 
@@ -571,7 +578,8 @@ def recall_cmd(
     with _open(ctx) as mem:
         hits: list[Hit] = mem.recall(query, limit=limit, kind=kind or None, tags=_tags(tag, tags),
                           session_id=session, metadata=_meta(meta),
-                          include_invalid=include_invalid)
+                          include_invalid=include_invalid, mode=mode, depth=depth,
+                          archive=archive)
         namespace = mem.namespace
     data = {"query": query, "namespace": namespace, "hits": [h.to_dict() for h in hits]}
     _emit(ctx, data, _print_hits(hits, explain))

@@ -1,0 +1,145 @@
+"""CLI commands for the retrieval layer: vectors (reindex, backfill), the link graph and entities.
+
+Registered by ``cli.main()`` through ``register(app)``, like every ``cli_*`` module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from clawmemory.interfaces.cli import (
+    IdArg,
+    _emit,
+    _fields_table,
+    _guarded,
+    _line,
+    _open,
+    _print,
+    _records_table,
+)
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["register"]
+
+COMMANDS = ("reindex", "backfill", "link", "unlink", "neighbors", "entity")
+
+
+def _progress(label: str) -> tuple[Callable[[int, int], None], Callable[[], None]]:
+    """A rich progress bar on stderr (stdout stays clean for --json): (update, close)."""
+    from rich.console import Console
+    from rich.progress import Progress
+
+    bar = Progress(console=Console(stderr=True), transient=True)
+    task = bar.add_task(label, total=None)
+    bar.start()
+
+    def update(done: int, total: int) -> None:
+        bar.update(task, completed=done, total=total)
+
+    return update, bar.stop
+
+
+def reindex_cmd(ctx: typer.Context) -> None:
+    """Drop every stored vector and embed all memories again with the current embedder.
+
+    Needed after changing the embedding model (recall warns that vector search is disabled
+    until then). Shows a progress bar.
+
+    Example: clawmem --db agent.db reindex
+    """
+    with _open(ctx) as mem:
+        update, close = _progress("embedding")
+        try:
+            done = mem.reindex(progress=update)
+        finally:
+            close()
+        status = mem.stats()["vectors"]
+    _emit(ctx, {"embedded": done, "vectors": status}, _line(f"embedded {done} memories"))
+
+
+def backfill_cmd(ctx: typer.Context) -> None:
+    """Embed only the memories that have no vector yet (stored while no embedder worked).
+
+    Example: clawmem --db agent.db backfill
+    """
+    with _open(ctx) as mem:
+        update, close = _progress("embedding")
+        try:
+            done = mem.backfill(progress=update)
+        finally:
+            close()
+    _emit(ctx, {"embedded": done}, _line(f"embedded {done} memories"))
+
+
+StrengthOpt = Annotated[float, typer.Option("--strength", help="Link strength to add.")]
+
+
+def link_cmd(ctx: typer.Context, a: IdArg, b: IdArg, strength: StrengthOpt = 1.0) -> None:
+    """Link two memories both ways (000). Fails when either does not exist.
+
+    Example: clawmem link user-prefers-python project-uses-python
+    """
+    with _open(ctx) as mem:
+        mem.get(a), mem.get(b)  # a clear "not found" for a missing end
+        linked = mem.link(a, b, strength=strength)
+    _emit(ctx, {"linked": linked, "a": a, "b": b}, _line(f"linked {a} <-> {b}"))
+
+
+def unlink_cmd(ctx: typer.Context, a: IdArg, b: IdArg) -> None:
+    """Remove the link between two memories.
+
+    Example: clawmem unlink user-prefers-python project-uses-python
+    """
+    with _open(ctx) as mem:
+        removed = mem.unlink(a, b)
+    text = f"unlinked {a} <-> {b}" if removed else f"{a} and {b} were not linked"
+    _emit(ctx, {"unlinked": removed, "a": a, "b": b}, _line(text))
+
+
+def neighbors_cmd(
+    ctx: typer.Context, id_or_key: IdArg,
+    limit: Annotated[int, typer.Option("--limit", "-l", help="Most neighbours.")] = 10,
+) -> None:
+    """Show the memories linked to one memory, strongest link first.
+
+    Example: clawmem neighbors user-prefers-python
+    """
+    with _open(ctx) as mem:
+        records = mem.neighbors(id_or_key, limit)
+    _emit(ctx, [r.to_dict() for r in records], _print(lambda: _records_table(records)))
+
+
+def entity_cmd(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="Entity name or alias, any case.")],
+    limit: Annotated[int, typer.Option("--limit", "-l", help="Most memories.")] = 20,
+) -> None:
+    """Everything known about an entity: type, aliases, mentions and its memories (004).
+
+    Example: clawmem entity Caroline
+    """
+    with _open(ctx) as mem:
+        info = mem.entity_info(name, limit=limit)
+    records = info.pop("memories")
+    data = {**info, "memories": [r.to_dict() for r in records]}
+
+    def render(console: Console) -> None:
+        console.print(_fields_table(info))
+        if records:
+            console.print(_records_table(records))
+
+    _emit(ctx, data, render)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the retrieval commands to ``app`` (replacing earlier ones of the same names)."""
+    app.registered_commands = [c for c in app.registered_commands if c.name not in COMMANDS]
+    for name, fn in (("reindex", reindex_cmd), ("backfill", backfill_cmd), ("link", link_cmd),
+                     ("unlink", unlink_cmd), ("neighbors", neighbors_cmd),
+                     ("entity", entity_cmd)):
+        app.command(name)(_guarded(fn))

@@ -1,0 +1,236 @@
+"""Vector storage and hybrid retrieval: the in-RAM index, vec0 persistence and its journal across
+connections, the dimension lock, fusion and its explanations, links, contextual embeddings.
+
+Embeddings come from ``HashEmbedder``, a small deterministic bag-of-words embedder defined here,
+so the tests are fast and exact; the packaged MiniLM model is exercised by test_embedders.py and
+the MCP end-to-end test.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+from tests.conftest import Clock, backend_params
+
+from clawmemory import InvalidInputError, Memory, Settings
+from clawmemory.store.base import Store
+from clawmemory.vectors.matrix import VectorMatrix
+
+F32 = npt.NDArray[np.float32]
+
+
+class HashEmbedder:
+    """Each word adds +1 to one hashed dimension; rows are L2-normalised."""
+
+    def __init__(self, dimension: int = 64, name: str = "test-hash") -> None:
+        self.name = name
+        self.dimension = dimension
+        self.calls = 0
+
+    def _vec(self, text: str) -> F32:
+        v = np.zeros(self.dimension, dtype=np.float32)
+        for word in re.findall(r"\w+", text.lower()):
+            v[int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dimension] += 1.0
+        n = float(np.linalg.norm(v))
+        return v / n if n else v
+
+    def embed(self, texts: Sequence[str]) -> F32:
+        self.calls += 1
+        return np.stack([self._vec(t) for t in texts]) if texts else np.zeros((0, self.dimension))
+
+    def embed_query(self, text: str) -> F32:
+        return self._vec(text)
+
+
+@pytest.fixture
+def vmem(store: Store, clock: Clock) -> Memory:
+    return Memory(store, Settings(), clock=clock, embedder=HashEmbedder())
+
+
+# --- the in-RAM index -------------------------------------------------------------------------
+def test_matrix_exact_search_matches_brute_force() -> None:
+    rng = np.random.default_rng(3)
+    data = rng.standard_normal((500, 32)).astype(np.float32)
+    m = VectorMatrix(32)
+    m.upsert((f"m{i}", data[i]) for i in range(500))
+    q = rng.standard_normal(32).astype(np.float32)
+    unit = data / np.linalg.norm(data, axis=1, keepdims=True)
+    expected = [f"m{i}" for i in np.argsort(-(unit @ (q / np.linalg.norm(q))))[:10]]
+    assert [i for i, _ in m.search(q, 10)] == expected
+
+
+def test_matrix_remove_keeps_rows_consistent() -> None:
+    m = VectorMatrix(4)
+    m.upsert([("a", np.array([1, 0, 0, 0], np.float32)), ("b", np.array([0, 1, 0, 0], np.float32)),
+              ("c", np.array([0, 0, 1, 0], np.float32))])
+    m.remove(["a"])
+    assert len(m) == 2 and "a" not in m
+    assert m.search(np.array([0, 0, 1, 0], np.float32), 1)[0][0] == "c"
+    assert m.similarities(np.array([0, 1, 0, 0], np.float32), ["b", "a"]) == {"b": 1.0}
+
+
+def test_matrix_binary_preselection_finds_near_duplicates() -> None:
+    rng = np.random.default_rng(5)
+    data = rng.standard_normal((3000, 64)).astype(np.float32)
+    m = VectorMatrix(64, binary_threshold=0)  # always pre-select by Hamming distance
+    m.upsert((f"m{i}", data[i]) for i in range(3000))
+    for i in (7, 1234, 2999):
+        q = data[i] + 0.05 * rng.standard_normal(64).astype(np.float32)
+        assert m.search(q, 1)[0][0] == f"m{i}"
+
+
+def test_matrix_allowed_restricts_the_search() -> None:
+    m = VectorMatrix(2)
+    m.upsert([("x", np.array([1, 0], np.float32)), ("y", np.array([0.9, 0.1], np.float32))])
+    assert [i for i, _ in m.search(np.array([1, 0], np.float32), 5, allowed=["y"])] == ["y"]
+
+
+# --- hybrid recall through the engine, on every backend -------------------------------------
+def test_hybrid_explains_every_list(vmem: Memory) -> None:
+    vmem.store("The staging database resets every Monday morning")
+    vmem.store("Lunch is served at noon in the cafeteria")
+    hits = vmem.recall("staging database reset", mode="hybrid")
+    top = hits[0]
+    assert "staging" in top.memory.content
+    lists = top.explain.lists
+    assert lists["keyword"]["rank"] == 1 and lists["keyword"]["bm25"] > 0
+    assert lists["vector"]["rank"] == 1 and 0 < lists["vector"]["cosine"] <= 1
+    # RRF: the fused score is the sum of 1/(60 + rank) over the lists (weights 1).
+    assert top.explain.fused == pytest.approx(2 / 61)
+    assert {"reinforcement", "recency", "confidence"} <= set(top.explain.factors)
+    assert "staging" in top.explain.matched_terms
+
+
+def test_vector_mode_finds_what_keywords_cannot(vmem: Memory) -> None:
+    vmem.store("Kubernetes cluster upgrade scheduled")
+    vmem.store("Birthday party for Anna on Friday")
+    # Stop words only: the keyword list falls back to substring matching, vectors still rank.
+    hits = vmem.recall("anna birthday", mode="vector")
+    assert hits[0].memory.content.startswith("Birthday")
+    assert set(hits[0].explain.lists) == {"vector"}
+
+
+def test_weighted_fusion_uses_000_formula(store: Store, clock: Clock) -> None:
+    settings = Settings(recall={"fusion": "weighted"})
+    mem = Memory(store, settings, clock=clock, embedder=HashEmbedder())
+    mem.store("alpha beta gamma")
+    mem.store("delta epsilon")
+    hit = mem.recall("alpha beta", mode="hybrid")[0]
+    cos = hit.explain.lists["vector"]["cosine"]
+    assert hit.explain.fused == pytest.approx(0.4 * 1.0 + 0.6 * (cos + 1) / 2)
+
+
+def test_depth_one_follows_links(vmem: Memory) -> None:
+    a = vmem.store("Project Falcon uses PostgreSQL 16", key="falcon-db")
+    b = vmem.store("Backups run nightly at 02:00", key="backups")
+    assert vmem.link(a, b)
+    hits = vmem.recall("Falcon PostgreSQL", mode="keyword", depth=1, limit=1)
+    assert [h.memory.id for h in hits] == [a, b]
+    assert hits[1].explain.via == f"link:{a}"
+    assert hits[1].score == pytest.approx(hits[0].score * 0.5)
+
+
+def test_forget_removes_the_vector(vmem: Memory) -> None:
+    mid = vmem.store("secret rocket recipe")
+    assert vmem.recall("rocket recipe", mode="vector")
+    vmem.forget(mid)
+    assert vmem.recall("rocket recipe", mode="vector") == []
+
+
+def test_update_re_embeds(vmem: Memory) -> None:
+    mid = vmem.store("apples and pears")
+    vmem.update(mid, content="submarine periscope")
+    hit = vmem.recall("submarine periscope", mode="vector")[0]
+    assert hit.memory.id == mid and hit.explain.lists["vector"]["cosine"] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("context_turns", [0, 1])
+def test_episodes_are_embedded_with_the_turn_before(
+    store: Store, clock: Clock, context_turns: int
+) -> None:
+    settings = Settings(embedder={"context_turns": context_turns})
+    mem = Memory(store, settings, clock=clock, embedder=HashEmbedder(dimension=256))
+    mem.store_many([
+        {"content": "Do you want to go hiking on Saturday?", "kind": "episode", "session_id": "s1"},
+        {"content": "Sure, I'd love to!", "kind": "episode", "session_id": "s1"},
+    ])
+    reply = mem.store("Sounds great, count me in", kind="episode", session_id="s1")
+    hits = {h.memory.content: h for h in mem.recall("hiking saturday", mode="vector", limit=5)}
+    cos = hits["Sure, I'd love to!"].explain.lists["vector"].get("cosine", 0.0) if (
+        "Sure, I'd love to!" in hits) else 0.0
+    if context_turns:
+        assert cos > 0.3  # the reply carries the question it answers
+        assert mem.get(reply)  # a single store() also finds its context in the store
+    else:
+        assert cos == pytest.approx(0.0, abs=1e-6)
+
+
+# --- SQLite: persistence, journal sync, dimension lock ----------------------------------------
+@pytest.mark.parametrize("backend", backend_params("sqlite"), indirect=True)
+def test_two_connections_see_each_others_vectors(tmp_path: Path, backend: object) -> None:
+    db = tmp_path / "shared.db"
+    a = Memory.open(db, embedder=HashEmbedder())
+    b = Memory.open(db, embedder=HashEmbedder())
+    try:
+        a.store("first memory about tulips")
+        assert b.recall("tulips", mode="vector")  # loads b's matrix
+        new = a.store("second memory about volcanoes")
+        assert b.recall("volcanoes", mode="vector")[0].memory.id == new  # journal applied
+        a.forget(new)
+        assert all(h.memory.id != new for h in b.recall("volcanoes", mode="vector"))
+    finally:
+        a.close()
+        b.close()
+
+
+@pytest.mark.parametrize("backend", backend_params("sqlite"), indirect=True)
+def test_dimension_mismatch_disables_vectors_until_reindex(
+    tmp_path: Path, backend: object, caplog: pytest.LogCaptureFixture
+) -> None:
+    db = tmp_path / "dims.db"
+    with Memory.open(db, embedder=HashEmbedder(64)) as mem:
+        mem.store("the quick brown fox")
+    with Memory.open(db, embedder=HashEmbedder(32, name="other-model")) as mem:
+        with caplog.at_level(logging.WARNING, logger="clawmemory"):
+            assert mem.recall("quick fox")  # keyword recall still works
+        assert "vector search disabled" in caplog.text and "reindex" in caplog.text
+        with pytest.raises(InvalidInputError, match="vector search disabled"):
+            mem.recall("quick fox", mode="vector")
+        assert mem.reindex() == 1
+        hit = mem.recall("quick fox", mode="vector")[0]
+        assert hit.explain.lists["vector"]["cosine"] > 0
+
+
+@pytest.mark.parametrize("backend", backend_params("sqlite"), indirect=True)
+def test_vectors_survive_reopen_and_stay_out_of_snapshots(tmp_path: Path, backend: object) -> None:
+    db = tmp_path / "keep.db"
+    with Memory.open(db, embedder=HashEmbedder()) as mem:
+        mem.store("orchids need indirect light")
+        snapshot = mem.export_snapshot()
+    assert "embedding" not in snapshot
+    embedder = HashEmbedder()
+    with Memory.open(db, embedder=embedder) as mem:
+        assert mem.recall("orchids light", mode="vector")
+        assert embedder.calls == 0  # nothing was re-embedded on open
+
+
+def test_co_recall_links_grow_and_boost(store: Store, clock: Clock) -> None:
+    settings = Settings(recall={"co_recall": True})
+    mem = Memory(store, settings, clock=clock, embedder=None)
+    a = mem.store("solar panel inverter fault")
+    b = mem.store("solar panel warranty claim")
+    mem.store("unrelated grocery list")
+    for _ in range(3):
+        mem.recall("solar panel", mode="keyword")
+    links = store.links("default", [a])[a]
+    assert links and links[0].other_id == b and links[0].origin == "co-recall"
+    assert links[0].strength == pytest.approx(0.3)
+    hit = mem.recall("solar panel", mode="keyword")[0]
+    assert hit.explain.factors["co_recall"] == pytest.approx(1 + 0.05 * 0.3)

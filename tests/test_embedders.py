@@ -134,6 +134,11 @@ class TestLocalEmbedder:
         assert (packaged_model_dir() / "modules.json").is_file()
         assert LocalEmbedder("all-MiniLM-L6-v2").name == LocalEmbedder().name
 
+    def test_default_threads_leave_room_for_the_rest_of_the_process(self) -> None:
+        from clawmemory.embed.local import default_threads, usable_cpus
+
+        assert 1 <= default_threads() <= max(1, usable_cpus() // 2)
+
     def test_unknown_model_is_a_config_error_without_network(self, no_network: None) -> None:
         from clawmemory.embed.local import LocalEmbedder
 

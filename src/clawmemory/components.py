@@ -7,6 +7,7 @@ needs vectors; commands that only read records (get, list, stats) never pay for 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -63,12 +64,17 @@ class Components:
         try:
             from clawmemory.embed import make_embedder
 
+            api_key = e.api_key
+            if api_key is None and e.provider == "openai":  # 000: fall back to the usual variable
+                api_key = os.environ.get("OPENAI_API_KEY")
             return make_embedder(
                 e.provider,
                 model=e.model,
                 base_url=e.base_url,
-                api_key=e.api_key,
+                api_key=api_key,
                 dimensions=e.dimensions,
+                batch_size=e.batch_size,
+                query_cache_size=e.query_cache_size,
             )
         except (ImportError, ClawMemoryError) as exc:
             log.warning(

@@ -312,8 +312,9 @@ def test_registry_names_every_format_and_the_cli_offers_them() -> None:
 
 # --- each format, field by field -----------------------------------------------------------------
 def test_ptrclaw_json(sqlite_mem: Memory, tmp_path: Path) -> None:
+    # 000 lists a link at both of its ends; it is one (undirected) link once stored.
     assert load(sqlite_mem, "ptrclaw-json", build_ptrclaw(tmp_path)) == {
-        "created": 2, "skipped": 0, "links": 2}
+        "created": 2, "skipped": 0, "links": 1}
     soul, editor = sqlite_mem.get("soul:name"), sqlite_mem.get("user-editor")
     assert (soul.kind, soul.created_at, editor.kind) == ("core", 1700000100.0, "fact")
     assert [r.id for r in sqlite_mem.neighbors("soul:name")] == [editor.id]

@@ -348,19 +348,20 @@ def test_indexes_satisfy_the_protocol(subject: Subject) -> None:
     assert isinstance(RegexProvider(), NERProvider) and isinstance(NamesProvider(), NERProvider)
 
 
-def test_search_ranks_by_matched_entities_then_recency(subject: Subject) -> None:
+def test_search_ranks_by_specific_matches_then_recency(subject: Subject) -> None:
     idx = subject.index
     link(subject, "m1", "Caroline", "Boston")
     link(subject, "m2", "Caroline")
     link(subject, "m3", "Boston")
     link(subject, "m4", "Melanie")
     hits = idx.search("a", ["caroline", "boston", "nobody"], 10)
+    # Each matched entity weighs 1/mention_count (both are in two memories here).
     assert [(h.memory_id, h.entity_name, h.score) for h in hits] == [
-        ("m1", "Boston, Caroline", 2.0), ("m3", "Boston", 1.0), ("m2", "Caroline", 1.0)]
+        ("m1", "Boston, Caroline", 1.0), ("m3", "Boston", 0.5), ("m2", "Caroline", 0.5)]
     assert [h.memory_id for h in idx.search("a", ["@Caroline", "Caroline's"], 1)] == ["m2"]
     assert idx.search("a", [], 10) == [] and idx.search("a", ["the"], 10) == []
     memory_id, name, score = hits[0]  # plain tuples for the fusion code
-    assert (memory_id, name, score) == ("m1", "Boston, Caroline", 2.0)
+    assert (memory_id, name, score) == ("m1", "Boston, Caroline", 1.0)
 
 
 def test_entities_of_and_memories_of(subject: Subject) -> None:
@@ -480,3 +481,12 @@ def test_no_index_for_the_none_backend() -> None:
     from clawmemory.store.none import NoneStore
 
     assert entity_index_for(NoneStore()) is None
+
+
+def test_search_ignores_entities_that_are_everywhere(subject: Subject) -> None:
+    """A speaker's own name is in most turns of a dialogue: it cannot pick one out."""
+    for i in range(10):
+        link(subject, f"t{i}", "Caroline")
+    link(subject, "t10", "Caroline", "Sweden")
+    hits = subject.index.search("a", ["caroline", "sweden"], 10)
+    assert [(h.memory_id, h.entity_name) for h in hits] == [("t10", "Sweden")]

@@ -23,6 +23,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import NamedTuple, Protocol, runtime_checkable
 
+# An entity mentioned by more than this share of a namespace's memories (and by more than
+# COMMON_MIN of them) is too common to pick memories out: entity search ignores it.
+COMMON_SHARE = 0.05
+COMMON_MIN = 5
+
 __all__ = [
     "MAX_SEARCH_NAMES",
     "Entity",

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from clawmemory.entities.base import (
+    COMMON_MIN,
+    COMMON_SHARE,
     MAX_SEARCH_NAMES,
     EntityHit,
     EntityProfile,
@@ -146,13 +148,19 @@ class MemoryEntityIndex:
             norms = {normalize_name(n) for n in names} - {""}
             keys = {k for n in names for k in match_keys(n)}
             matched: dict[str, set[str]] = {}
+            weight: dict[str, float] = {}
             recency: dict[str, int] = {}
+            common = max(COMMON_MIN, COMMON_SHARE * len(ns.by_memory))
             for s in ns.lookup(norms, keys):
-                for mid, seq in ns.by_entity.get(s.id, {}).items():
+                linked = ns.by_entity.get(s.id, {})
+                if len(linked) > common:  # see COMMON_SHARE in entities/sqlite.py
+                    continue
+                for mid, seq in linked.items():
                     matched.setdefault(mid, set()).add(s.canonical_name)
+                    weight[mid] = weight.get(mid, 0.0) + 1.0 / max(len(linked), 1)
                     recency[mid] = max(recency.get(mid, 0), seq)
-            order = sorted(matched, key=lambda m: (-len(matched[m]), -recency[m]))
-            return [EntityHit(m, ", ".join(sorted(matched[m])), float(len(matched[m])))
+            order = sorted(matched, key=lambda m: (-weight[m], -recency[m]))
+            return [EntityHit(m, ", ".join(sorted(matched[m])), weight[m])
                     for m in order[:limit]]
 
     def entities_of(

@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from clawmemory.entities.base import (
+    COMMON_MIN,
+    COMMON_SHARE,
     MAX_SEARCH_NAMES,
     EntityHit,
     EntityProfile,
@@ -37,6 +39,7 @@ from clawmemory.entities.linking import (
 
 if TYPE_CHECKING:
     from clawmemory.store.sqlite import SQLiteStore
+
 
 __all__ = ["SQLiteEntityIndex"]
 
@@ -171,16 +174,21 @@ class SQLiteEntityIndex:
 
     # --- reads ---------------------------------------------------------------------------------
     def search(self, namespace: str, names: Sequence[str], limit: int) -> list[EntityHit]:
+        """Memories linked to entities of these names, the most specific matches first."""
         where, args = _match_sql(list(names)[:MAX_SEARCH_NAMES])
         if not args or limit <= 0:
             return []
+        # Specific entities decide: each matched entity weighs 1/mention_count, and one that
+        # appears in more than COMMON_SHARE of the namespace's memories (a speaker's own name
+        # in a dialogue) does not count at all: it says nothing about which memory is meant.
         rows = self.store._query(
             "SELECT me.memory_id, group_concat(e.canonical_name, char(31)),"
-            " COUNT(DISTINCT e.id) AS n, MAX(me.rowid) AS r FROM entities e"
+            " SUM(1.0 / e.mention_count) AS w, MAX(me.rowid) AS r FROM entities e"
             " JOIN memory_entities me ON me.entity_id = e.id AND me.namespace = e.namespace"
-            f" WHERE e.namespace = ? AND {where}"
-            " GROUP BY me.memory_id ORDER BY n DESC, r DESC LIMIT ?",
-            (namespace, *args, limit))
+            f" WHERE e.namespace = ? AND {where} AND e.mention_count <= max(?,"
+            " (SELECT ? * COUNT(*) FROM memories WHERE namespace = ?))"
+            " GROUP BY me.memory_id ORDER BY w DESC, r DESC LIMIT ?",
+            (namespace, *args, COMMON_MIN, COMMON_SHARE, namespace, limit))
         return [EntityHit(mid, ", ".join(sorted(set(names_.split("\x1f")))), float(n))
                 for mid, names_, n, _ in rows]
 

@@ -161,9 +161,11 @@ class Components:
                 continue
             key = (r.namespace, r.session_id)
             if key not in recent:
+                # Turns recorded before this one (reindex and backfill embed old records too).
                 earlier = self.store.list(
                     r.namespace,
-                    Filter(kinds=("episode",), session_id=r.session_id),
+                    Filter(kinds=("episode",), session_id=r.session_id,
+                           created_before=r.created_at),
                     limit=n,
                     order="newest",
                 )

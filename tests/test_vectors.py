@@ -234,3 +234,16 @@ def test_co_recall_links_grow_and_boost(store: Store, clock: Clock) -> None:
     assert links[0].strength == pytest.approx(0.3)
     hit = mem.recall("solar panel", mode="keyword")[0]
     assert hit.explain.factors["co_recall"] == pytest.approx(1 + 0.05 * 0.3)
+
+
+@pytest.mark.parametrize("backend", backend_params("sqlite"), indirect=True)
+def test_reindex_covers_every_namespace(tmp_path: Path, backend: object) -> None:
+    """The model is locked per database, so a reindex from one namespace re-embeds them all."""
+    db = tmp_path / "tenants.db"
+    with Memory.open(db, embedder=HashEmbedder(64)) as mem:
+        mem.store("alpha tenant note about kayaks")
+        mem.with_namespace("bob").store("bob tenant note about violins")
+    with Memory.open(db, embedder=HashEmbedder(32, name="new-model")) as mem:
+        assert mem.reindex() == 2
+        assert mem.recall("kayaks", mode="vector")
+        assert mem.with_namespace("bob").recall("violins", mode="vector")

@@ -735,11 +735,21 @@ class Memory:
     def reindex(
         self, *, progress: Callable[[int, int], None] | None = None, batch_size: int = 256
     ) -> int:
-        """Drop every stored vector and embed all memories of this namespace again with the
-        current embedder (after a model change). Returns how many were embedded."""
+        """Drop every stored vector and embed all memories again with the current embedder
+        (after a model change). The model is locked per database, so this covers every
+        namespace in the store, not just this one. Returns how many were embedded."""
         vectors = self.components.reset_vectors()
-        total = self.store_backend.count(self.namespace, Filter())
-        return self._embed_missing(vectors, total, progress, batch_size)
+        views = [self.with_namespace(ns) for ns in self.store_backend.namespaces()]
+        total = sum(v.store_backend.count(v.namespace, Filter()) for v in views)
+        done = 0
+        for view in views:
+
+            def step(n: int, _: int, base: int = done) -> None:
+                if progress:
+                    progress(base + n, total)
+
+            done += view._embed_missing(vectors, total, step, batch_size)
+        return done
 
     def backfill(
         self, *, progress: Callable[[int, int], None] | None = None, batch_size: int = 256

@@ -93,7 +93,8 @@ def test_matrix_allowed_restricts_the_search() -> None:
 
 
 # --- hybrid recall through the engine, on every backend -------------------------------------
-def test_hybrid_explains_every_list(vmem: Memory) -> None:
+def test_hybrid_explains_every_list(store: Store, clock: Clock) -> None:
+    vmem = Memory(store, Settings(recall={"fusion": "rrf"}), clock=clock, embedder=HashEmbedder())
     vmem.store("The staging database resets every Monday morning")
     vmem.store("Lunch is served at noon in the cafeteria")
     hits = vmem.recall("staging database reset", mode="hybrid")
@@ -118,7 +119,7 @@ def test_vector_mode_finds_what_keywords_cannot(vmem: Memory) -> None:
 
 
 def test_weighted_fusion_uses_000_formula(store: Store, clock: Clock) -> None:
-    settings = Settings(recall={"fusion": "weighted"})
+    settings = Settings(recall={"fusion": "weighted", "text_weight": 0.4, "vector_weight": 0.6})
     mem = Memory(store, settings, clock=clock, embedder=HashEmbedder())
     mem.store("alpha beta gamma")
     mem.store("delta epsilon")

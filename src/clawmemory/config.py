@@ -86,9 +86,9 @@ class RecallSettings(BaseModel):
     co_recall_max_boost: float = 0.2
     candidate_pool: int = 50  # candidates per list before re-ranking
     rrf_k: int = 60  # 002/004
-    fusion: str = "rrf"  # "rrf" or "weighted" (000)
-    text_weight: float = 0.4  # 000 weighted mode
-    vector_weight: float = 0.6  # 000 weighted mode
+    fusion: str = "weighted"  # "weighted" (000) or "rrf" (002/004); measured: ADR 0004
+    text_weight: float = 0.5  # weighted mode; 000 uses 0.4 (ADR 0004)
+    vector_weight: float = 0.5  # weighted mode; 000 uses 0.6 (ADR 0004)
     score_weight: float = 0.2  # 003: exp(score * 0.2)
     recency: str = "koshi"  # "koshi" (003: 1/(1+0.01*days)), "half-life" (000), "none"
     recency_per_day: float = 0.01  # 003

@@ -248,3 +248,42 @@ def test_reindex_covers_every_namespace(tmp_path: Path, backend: object) -> None
         assert mem.reindex() == 2
         assert mem.recall("kayaks", mode="vector")
         assert mem.with_namespace("bob").recall("violins", mode="vector")
+
+
+# --- dialogue sequence --------------------------------------------------------------------------
+def _dialogue(mem: Memory) -> list[str]:
+    return mem.store_many([
+        {"content": "Did you finish the kayak repair?", "kind": "episode", "session_id": "s1"},
+        {"content": "Yes, on Sunday, it floats again", "kind": "episode", "session_id": "s1"},
+        {"content": "Unrelated: the tram strike is over", "kind": "episode", "session_id": "s2"},
+    ])
+
+
+def test_episodes_are_linked_to_the_turn_before(vmem: Memory) -> None:
+    q, a, other = _dialogue(vmem)
+    later = vmem.store("Great, let's paddle next week", kind="episode", session_id="s1")
+    assert {r.id for r in vmem.neighbors(a)} == {q, later}
+    links = vmem.store_backend.links("default", [q])[q]
+    assert [(lk.other_id, lk.origin) for lk in links] == [(a, "sequence")]
+    assert vmem.neighbors(other) == []  # another session is another dialogue
+
+
+def test_sequence_links_can_be_turned_off(store: Store, clock: Clock) -> None:
+    mem = Memory(store, Settings(storage={"sequence_links": False}), clock=clock, embedder=None)
+    q, a, _ = _dialogue(mem)
+    assert mem.neighbors(q) == []
+
+
+def test_neighbour_smoothing_lifts_the_answer_next_to_the_question(
+    store: Store, clock: Clock
+) -> None:
+    mem = Memory(store, Settings(recall={"neighbour_weight": 0.5}), clock=clock, embedder=None)
+    q, a, _ = _dialogue(mem)
+    mem.store("Kayak shops open at nine", kind="fact")
+    hits = mem.recall("kayak repair floats", mode="keyword", limit=5)
+    answer = next(h for h in hits if h.memory.id == a)
+    assert answer.explain.lists["neighbours"]["support"] > 0
+    plain = Memory(store, Settings(), clock=clock, embedder=None)
+    before = next(h for h in plain.recall("kayak repair floats", mode="keyword", limit=5)
+                  if h.memory.id == a)
+    assert answer.score > before.score

@@ -53,6 +53,7 @@ class StorageSettings(BaseModel):
     busy_timeout_ms: int = 5000  # 001
     max_content_chars: int = 100_000  # refuse larger content: a memory is a discrete unit (003)
     max_key_chars: int = 512
+    sequence_links: bool = True  # link each episode to the previous turn of its session
 
 
 class EmbedderSettings(BaseModel):
@@ -80,6 +81,8 @@ class RecallSettings(BaseModel):
         default_factory=lambda: {"keyword": 1.0, "vector": 1.0, "entity": 0.5}
     )
     link_decay: float = 0.5  # a neighbour reached by depth=1 scores its parent's score × this
+    neighbour_weight: float = 0.2  # add this × the fused score of adjacent turns (measured: ADR 0005)
+    entity_weight: float = 0.0  # weighted fusion: weight of the entity list (max-normalised)
     co_recall: bool = False  # 003 v2 co-recall links (off: see docs/benchmarks.md)
     co_recall_increment: float = 0.1
     co_recall_boost: float = 0.05

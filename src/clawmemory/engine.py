@@ -177,7 +177,12 @@ class Memory:
             confidence=confidence,
         )
         vectors = self.components.embed_documents([record])  # outside any lock (000)
-        stored, _ = self.store_backend.put(record)
+        links = self._sequence_links([record])
+        if links:  # the record and its link to the previous turn in one transaction
+            stored = self.store_backend.put_many([record], skip_existing_keys=False,
+                                                 links=links)[0][0]
+        else:
+            stored, _ = self.store_backend.put(record)
         self._index([stored], dict(vectors))
         return stored.id
 
@@ -214,13 +219,39 @@ class Memory:
         if not records:
             return []
         vectors = dict(self.components.embed_documents(records))
-        results = self.store_backend.put_many(records, skip_existing_keys=False)
+        results = self.store_backend.put_many(records, skip_existing_keys=False,
+                                              links=self._sequence_links(records))
         stored = [r for r, _ in results]
         self._index(
             stored,
             {s.id: vectors[r.id] for r, s in zip(records, stored, strict=True) if r.id in vectors},
         )
         return [r.id for r in stored]
+
+    def _sequence_links(
+        self, records: Sequence[MemoryRecord]
+    ) -> builtins.list[tuple[str, str, float, str]]:
+        """Links from each episode to the turn before it in its session (origin "sequence"),
+        so recall can follow a dialogue (depth=1, neighbour smoothing). Earlier turns come
+        from the same batch when they are in it, else from the store."""
+        if not self.settings.storage.sequence_links:
+            return []
+        last: dict[str, str | None] = {}
+        links = []
+        for r in records:
+            if r.kind != "episode" or not r.session_id or r.key:
+                continue  # a keyed episode is an upsert target, not a turn in a sequence
+            if r.session_id not in last:
+                # The records are new, so the newest stored turn of the session precedes them.
+                before = self.store_backend.list(
+                    self.namespace, Filter(kinds=("episode",), session_id=r.session_id),
+                    limit=1, order="newest")
+                last[r.session_id] = before[0].id if before else None
+            prev = last[r.session_id]
+            if prev is not None:
+                links.append((prev, r.id, 1.0, "sequence"))
+            last[r.session_id] = r.id
+        return links
 
     def _index(
         self, records: Sequence[MemoryRecord], vectors: Mapping[str, Any], *, replace: bool = False

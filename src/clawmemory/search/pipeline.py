@@ -142,6 +142,8 @@ class Retriever:
         if req.mode == "hybrid" and self.entity_search is not None:
             lists.append(self.entity(req, pool))
         fused = self._fuse(lists, req, qv)
+        if self.cfg.neighbour_weight > 0:
+            self._smooth(fused, req)
         hits = self._materialise(self._rank(fused, req)[: req.limit], req.namespace)
         if req.depth > 0:
             hits = hits + self._neighbours(hits, req)
@@ -185,11 +187,28 @@ class Retriever:
         top = max(
             (f.lists.get("keyword", {}).get("bm25", 0.0) for f in fused.values()), default=0.0
         )
+        top_ent = max(
+            (f.lists.get("entity", {}).get("entities", 0.0) for f in fused.values()), default=0.0
+        )
         for f in fused.values():
             text = f.lists.get("keyword", {}).get("bm25", 0.0) / top if top > 0 else 0.0
             cos = f.lists.get("vector", {}).get("cosine")
             vec = (cos + 1) / 2 if cos is not None else 0.0  # 000: no embedding -> 0
-            f.score = self.cfg.text_weight * text + self.cfg.vector_weight * vec
+            ent = f.lists.get("entity", {}).get("entities", 0.0) / top_ent if top_ent else 0.0
+            f.score = (self.cfg.text_weight * text + self.cfg.vector_weight * vec
+                       + self.cfg.entity_weight * ent)
+
+    def _smooth(self, fused: dict[str, _Fused], req: RecallRequest) -> None:
+        """Adjacent turns of a dialogue support each other: each candidate gains
+        ``neighbour_weight`` × the fused score of its sequence-linked candidates."""
+        base = {m: f.score for m, f in fused.items()}
+        links = self.store.links(req.namespace, list(base))
+        for mid, f in fused.items():
+            support = sum(base[lk.other_id] for lk in links.get(mid, ())
+                          if lk.origin == "sequence" and lk.other_id in base)
+            if support:
+                f.lists["neighbours"] = {"support": round(support, 6)}
+                f.score += self.cfg.neighbour_weight * support
 
     def _rank(
         self, fused: dict[str, _Fused], req: RecallRequest

@@ -270,7 +270,7 @@ def test_episodes_are_linked_to_the_turn_before(vmem: Memory) -> None:
 
 def test_sequence_links_can_be_turned_off(store: Store, clock: Clock) -> None:
     mem = Memory(store, Settings(storage={"sequence_links": False}), clock=clock, embedder=None)
-    q, a, _ = _dialogue(mem)
+    q, _a, _ = _dialogue(mem)
     assert mem.neighbors(q) == []
 
 
@@ -278,7 +278,7 @@ def test_neighbour_smoothing_lifts_the_answer_next_to_the_question(
     store: Store, clock: Clock
 ) -> None:
     mem = Memory(store, Settings(recall={"neighbour_weight": 0.5}), clock=clock, embedder=None)
-    q, a, _ = _dialogue(mem)
+    _q, a, _ = _dialogue(mem)
     mem.store("Kayak shops open at nine", kind="fact")
     hits = mem.recall("kayak repair floats", mode="keyword", limit=5)
     answer = next(h for h in hits if h.memory.id == a)

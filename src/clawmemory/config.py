@@ -81,7 +81,7 @@ class RecallSettings(BaseModel):
         default_factory=lambda: {"keyword": 1.0, "vector": 1.0, "entity": 0.5}
     )
     link_decay: float = 0.5  # a neighbour reached by depth=1 scores its parent's score × this
-    neighbour_weight: float = 0.2  # × fused score of adjacent turns (ADR 0005)
+    neighbour_weight: float = 0.15  # × fused score of adjacent turns (ADR 0005)
     entity_weight: float = 0.0  # weighted fusion: weight of the entity list (max-normalised)
     co_recall: bool = False  # 003 v2 co-recall links (off: see docs/benchmarks.md)
     co_recall_increment: float = 0.1

@@ -142,7 +142,8 @@ class Retriever:
         if req.mode == "hybrid" and self.entity_search is not None:
             lists.append(self.entity(req, pool))
         fused = self._fuse(lists, req, qv)
-        if self.cfg.neighbour_weight > 0:
+        if self.cfg.neighbour_weight > 0 and req.mode != "vector":
+            # Smoothing needs BM25's sharp scores; cosine alone is too flat (measured: ADR 0005).
             self._smooth(fused, req)
         hits = self._materialise(self._rank(fused, req)[: req.limit], req.namespace)
         if req.depth > 0:

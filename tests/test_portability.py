@@ -852,3 +852,20 @@ def test_entry_point_reports_a_corrupt_source(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert result.stderr.startswith(f"error: {bad}: table facts, row 4 (id 'f9')")
     assert "Traceback" not in result.stderr
+
+
+def test_mirror_dir_writes_every_change_through(tmp_path: Path) -> None:
+    """storage.mirror_dir: the engine keeps a Markdown copy of the namespace up to date."""
+    from clawmemory import Settings
+
+    settings = Settings(db=tmp_path / "m.db", embedder={"provider": "none"},
+                        storage={"mirror_dir": tmp_path / "mirror"})
+    with Memory.open(settings=settings) as mem:
+        keep = mem.store("The deploy window is Tuesday 10:00", kind="event")
+        gone = mem.store("Temporary note to forget")
+        mem.update(keep, content="The deploy window moved to Wednesday 10:00")
+        mem.forget(gone)
+        files = list((tmp_path / "mirror" / "default").rglob("*.md"))
+    assert len(files) == 1
+    text = files[0].read_text(encoding="utf-8")
+    assert "Wednesday" in text and "Tuesday" not in text

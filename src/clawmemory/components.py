@@ -10,6 +10,7 @@ import logging
 import os
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clawmemory.config import Settings
@@ -47,6 +48,7 @@ class Components:
         self._entities: Any = None
         self._ner: Any = None
         self._entities_tried = False
+        self._mirrors: dict[str, Any] = {}
 
     # --- embeddings ----------------------------------------------------------------------------
     @property
@@ -178,6 +180,20 @@ class Components:
         """The query's embedding (the embedder keeps an LRU of recent queries)."""
         vec: F32 = self.embedder.embed_query(text)
         return vec
+
+    # --- markdown mirror (002 file store) ---
+    def mirror(self, namespace: str) -> Any:
+        """The namespace's Markdown mirror when ``storage.mirror_dir`` is set, else None."""
+        root = self.settings.storage.mirror_dir
+        if root is None:
+            return None
+        with self._lock:
+            if namespace not in self._mirrors:
+                from clawmemory.portability.markdown import MarkdownMirror
+
+                # A folder per namespace: ids are unique only within one.
+                self._mirrors[namespace] = MarkdownMirror(Path(root).expanduser() / namespace)
+            return self._mirrors[namespace]
 
     # --- entities ------------------------------------------------------------------------------
     def entity_layer(self) -> tuple[Any, Any] | None:

@@ -53,6 +53,7 @@ class StorageSettings(BaseModel):
     busy_timeout_ms: int = 5000  # 001
     max_content_chars: int = 100_000  # refuse larger content: a memory is a discrete unit (003)
     max_key_chars: int = 512
+    mirror_dir: Path | None = None  # write each memory through to Markdown files here (002)
     sequence_links: bool = True  # link each episode to the previous turn of its session
 
 

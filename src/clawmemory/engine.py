@@ -13,7 +13,7 @@ from typing import Any
 
 from clawmemory.components import Components
 from clawmemory.config import Settings, load_settings
-from clawmemory.errors import InvalidInputError, NotFoundError
+from clawmemory.errors import ClawMemoryError, InvalidInputError, NotFoundError
 from clawmemory.model import Filter, Hit, MemoryRecord, kind_policy, normalize_kind
 from clawmemory.search.pipeline import RecallRequest, Retriever
 from clawmemory.snapshot import ParsedSnapshot, dump_snapshot, new_id, parse_snapshot
@@ -184,6 +184,7 @@ class Memory:
         else:
             stored, _ = self.store_backend.put(record)
         self._index([stored], dict(vectors))
+        self._mirror([stored])
         return stored.id
 
     def store_many(
@@ -222,11 +223,28 @@ class Memory:
         results = self.store_backend.put_many(records, skip_existing_keys=False,
                                               links=self._sequence_links(records))
         stored = [r for r, _ in results]
+        self._mirror(stored)
         self._index(
             stored,
             {s.id: vectors[r.id] for r, s in zip(records, stored, strict=True) if r.id in vectors},
         )
         return [r.id for r in stored]
+
+    def _mirror(
+        self, written: Sequence[MemoryRecord] = (), removed: Sequence[MemoryRecord] = ()
+    ) -> None:
+        """Write changes through to the Markdown mirror, if one is configured. The database
+        is the source of truth: a failed mirror write is logged, not raised."""
+        mirror = self.components.mirror(self.namespace)
+        if mirror is None:
+            return
+        try:
+            for r in written:
+                mirror.write(r)
+            for r in removed:
+                mirror.remove(r)
+        except ClawMemoryError as exc:
+            log.warning("markdown mirror: %s (`clawmem export --format markdown` rebuilds it)", exc)
 
     def _sequence_links(
         self, records: Sequence[MemoryRecord]
@@ -341,6 +359,7 @@ class Memory:
             else []
         )
         self.store_backend.replace(updated)
+        self._mirror([updated])
         if "content" in changes:
             self._index([updated], dict(vectors), replace=True)
         return updated
@@ -351,6 +370,7 @@ class Memory:
         record = self.get(id_or_key)
         self.store_backend.delete(self.namespace, [record.id])
         self._unindex([record.id])
+        self._mirror(removed=[record])
         return record
 
     def _unindex(self, ids: Sequence[str]) -> None:
@@ -365,6 +385,9 @@ class Memory:
     def forget_namespace(self) -> int:
         """Remove this whole tenant: records, links, entities, history, archive."""
         removed = self.store_backend.delete_namespace(self.namespace)
+        mirror = self.components.mirror(self.namespace)
+        if mirror is not None:
+            mirror.sync([])
         vectors = self.components.loaded_vectors()
         if vectors is not None:
             vectors.drop_namespace(self.namespace)
@@ -380,6 +403,7 @@ class Memory:
         current = self.get(id_or_key)
         updated = current.evolve(score=current.score + w, last_accessed=self.clock())
         self.store_backend.replace(updated)
+        self._mirror([updated])
         return updated
 
     def demote(self, id_or_key: str, weight: int | None = None) -> MemoryRecord:
@@ -388,6 +412,7 @@ class Memory:
         current = self.get(id_or_key)
         updated = current.evolve(score=current.score - w)
         self.store_backend.replace(updated)
+        self._mirror([updated])
         return updated
 
     def confirm(self, id_or_key: str) -> MemoryRecord:
@@ -395,6 +420,7 @@ class Memory:
         current = self.get(id_or_key)
         updated = current.evolve(decay_rate=0.0, confidence=1.0, updated_at=self.clock())
         self.store_backend.replace(updated)
+        self._mirror([updated])
         return updated
 
     def correct(
@@ -432,6 +458,7 @@ class Memory:
         vectors = self.components.embed_documents([new])
         self.store_backend.replace(retired)
         self.store_backend.put(new)
+        self._mirror([retired, new])
         self._index([new], dict(vectors))
         return new
 
@@ -729,6 +756,7 @@ class Memory:
         links_before = self.store_backend.stats(self.namespace).links
         results = self.store_backend.put_many(fresh, skip_existing_keys=True, links=parsed.links)
         new = [r for r, was_created in results if was_created]
+        self._mirror(new)
         links = self.store_backend.stats(self.namespace).links - links_before
         self._index_imported(new, progress)
         return ImportReport(

@@ -282,8 +282,8 @@ class Memory:
         layer = self.components.entity_layer()
         if layer is not None:
             index, ner = layer
-            for r in records:
-                index.link_mentions(self.namespace, r.id, ner.extract(r.content), replace=replace)
+            index.link_many(self.namespace, [(r.id, ner.extract(r.content)) for r in records],
+                            replace=replace)
 
     def _new_record(self, content: str, **fields: Any) -> MemoryRecord:
         cfg = self.settings.storage

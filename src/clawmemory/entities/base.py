@@ -134,6 +134,14 @@ class EntityIndex(Protocol):
     entity twice changes nothing, so re-running extraction is safe. ``mention_count`` counts the
     memories that mention the entity."""
 
+    def link_many(
+        self, namespace: str, items: Sequence[tuple[str, Sequence[Mention]]], *,
+        replace: bool = False,
+    ) -> None:
+        """``link_mentions`` for many memories at once, in one transaction where the backend
+        has them (bulk writes)."""
+        ...
+
     def link_mentions(
         self, namespace: str, memory_id: str, mentions: Sequence[Mention], *,
         replace: bool = False,

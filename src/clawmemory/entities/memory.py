@@ -62,6 +62,13 @@ class MemoryEntityIndex:
         self._seq = 0
 
     # --- writes --------------------------------------------------------------------------------
+    def link_many(
+        self, namespace: str, items: Sequence[tuple[str, Sequence[Mention]]], *,
+        replace: bool = False,
+    ) -> None:
+        for memory_id, mentions in items:
+            self.link_mentions(namespace, memory_id, mentions, replace=replace)
+
     def link_mentions(
         self, namespace: str, memory_id: str, mentions: Sequence[Mention], *,
         replace: bool = False,

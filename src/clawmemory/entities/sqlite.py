@@ -82,6 +82,14 @@ class SQLiteEntityIndex:
         self._clock = clock
 
     # --- writes --------------------------------------------------------------------------------
+    def link_many(
+        self, namespace: str, items: Sequence[tuple[str, Sequence[Mention]]], *,
+        replace: bool = False,
+    ) -> None:
+        with self.store.write():  # one transaction; each link_mentions joins it
+            for memory_id, mentions in items:
+                self.link_mentions(namespace, memory_id, mentions, replace=replace)
+
     def link_mentions(
         self, namespace: str, memory_id: str, mentions: Sequence[Mention], *,
         replace: bool = False,

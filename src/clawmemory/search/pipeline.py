@@ -15,10 +15,12 @@ co-recall boost when enabled); ``depth=1`` then follows links one hop (000).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from clawmemory.config import RecallSettings
 from clawmemory.model import Explanation, Filter, Hit
@@ -115,6 +117,11 @@ class Retriever:
             )
         return Candidates("vector", "cosine", items)
 
+    def _vector_side(self, req: RecallRequest, pool: int) -> tuple[Any, Candidates]:
+        assert self.embed_query is not None
+        qv = self.embed_query(req.query)
+        return qv, self.vector(req, qv, pool)
+
     def entity(self, req: RecallRequest, pool: int) -> Candidates:
         assert self.entity_search is not None
         found = self.entity_search(req.namespace, req.query, pool * 2)
@@ -133,14 +140,19 @@ class Retriever:
         lists: list[Candidates] = []
         terms: list[str] = []
         qv = None
+        vector_side = None
+        if req.mode in ("vector", "hybrid") and self.vectors is not None and self.embed_query:
+            # The query embedding and the matrix product release the GIL, as do SQLite's
+            # queries: on two cores the vector side overlaps the keyword and entity lists.
+            vector_side = _executor().submit(self._vector_side, req, pool)
         if req.mode in ("keyword", "hybrid"):
             kw, terms = self.keyword(req, pool)
             lists.append(kw)
-        if req.mode in ("vector", "hybrid") and self.vectors is not None and self.embed_query:
-            qv = self.embed_query(req.query)
-            lists.append(self.vector(req, qv, pool))
         if req.mode == "hybrid" and self.entity_search is not None:
             lists.append(self.entity(req, pool))
+        if vector_side is not None:
+            qv, candidates = vector_side.result()
+            lists.append(candidates)
         fused = self._fuse(lists, req, qv)
         if self.cfg.neighbour_weight > 0 and req.mode != "vector":
             # Smoothing needs BM25's sharp scores; cosine alone is too flat (measured: ADR 0005).
@@ -303,6 +315,12 @@ class Retriever:
                 )
             )
         return out
+
+
+@functools.cache
+def _executor() -> ThreadPoolExecutor:
+    """One small pool per process for the vector side of recalls (created on first use)."""
+    return ThreadPoolExecutor(max_workers=4, thread_name_prefix="clawmemory-recall")
 
 
 def _restrictive(flt: Filter) -> bool:

@@ -1,0 +1,171 @@
+"""The import/export and vector-maintenance half of ``Memory`` (a mixin, so engine.py stays one
+readable service): snapshots, every importer's write path, reindex and backfill."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from clawmemory.errors import InvalidInputError
+from clawmemory.model import Filter, MemoryRecord
+from clawmemory.snapshot import ParsedSnapshot, dump_snapshot, parse_snapshot
+
+if TYPE_CHECKING:
+    from clawmemory.components import Components
+    from clawmemory.config import Settings
+    from clawmemory.engine import Memory
+    from clawmemory.store.base import Store
+
+__all__ = ["ImportReport", "PortabilityMixin"]
+
+
+class ImportReport(dict[str, int]):
+    """Counts from an import: ``created``, ``skipped``, ``links``."""
+
+
+class PortabilityMixin:
+    """Methods of ``Memory`` that move memories in and out, or rebuild their vectors."""
+
+    store_backend: Store
+    settings: Settings
+    namespace: str
+    clock: Callable[[], float]
+    components: Components
+
+    if TYPE_CHECKING:
+
+        def _index(self, records: Sequence[MemoryRecord], vectors: Mapping[str, Any], *,
+                   replace: bool = False) -> None: ...
+
+        def _mirror(self, written: Sequence[MemoryRecord] = (),
+                    removed: Sequence[MemoryRecord] = ()) -> None: ...
+
+        def with_namespace(self, namespace: str) -> Memory: ...
+
+    # --- portability (000) ---------------------------------------------------------------------
+    def export_snapshot(self) -> str:
+        """Every memory of this namespace as JSON (embeddings excluded). Lossless with
+        ``import_snapshot``."""
+        records: builtins.list[MemoryRecord] = []
+        flt = Filter(include_invalid=True)
+        while batch := self.store_backend.list(
+            self.namespace, flt, limit=5000, offset=len(records), order="oldest"
+        ):
+            records.extend(batch)
+        links = self.store_backend.links(self.namespace, [r.id for r in records])
+        return dump_snapshot(self.namespace, records, links)
+
+    def import_snapshot(
+        self, text: str, *, source: str = "<snapshot>", dry_run: bool = False
+    ) -> ImportReport:
+        """Import a snapshot; entries whose key or id already exists are skipped. All or
+        nothing: a malformed entry raises ImportFormatError and nothing is written."""
+        parsed = parse_snapshot(
+            text,
+            namespace=self.namespace,
+            now=self.clock(),
+            max_chars=self.settings.storage.max_content_chars,
+            source=source,
+        )
+        return self.import_records(parsed, dry_run=dry_run)
+
+    def import_records(
+        self,
+        parsed: ParsedSnapshot,
+        *,
+        dry_run: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> ImportReport:
+        """Write already-validated records (and links between them) in one all-or-nothing
+        transaction, skipping ids and keys that already exist, then index what was created
+        (embeddings in batches, entity links; ``progress(done, total)``). Every importer ends
+        here."""
+        parsed = ParsedSnapshot(
+            [r.evolve(namespace=self.namespace) for r in parsed.records], parsed.links
+        )
+        ids = [r.id for r in parsed.records]
+        existing = {
+            r.id
+            for i in range(0, len(ids), 5000)
+            for r in self.store_backend.get_many(self.namespace, ids[i : i + 5000])
+        }
+        fresh, seen = [], set(existing)
+        for r in parsed.records:
+            if r.id not in seen:
+                seen.add(r.id)
+                fresh.append(r)
+        if dry_run:
+            return ImportReport(
+                created=len(fresh),
+                skipped=len(parsed.records) - len(fresh),
+                links=len(parsed.links),
+            )
+        if not fresh:
+            return ImportReport(created=0, skipped=len(parsed.records), links=0)
+        links_before = self.store_backend.stats(self.namespace).links
+        results = self.store_backend.put_many(fresh, skip_existing_keys=True, links=parsed.links)
+        new = [r for r, was_created in results if was_created]
+        self._mirror(new)
+        links = self.store_backend.stats(self.namespace).links - links_before
+        self._index_imported(new, progress)
+        return ImportReport(
+            created=len(new), skipped=len(parsed.records) - len(new), links=max(links, 0)
+        )
+
+    def _index_imported(
+        self, records: Sequence[MemoryRecord], progress: Callable[[int, int], None] | None
+    ) -> None:
+        size = max(self.settings.embedder.batch_size, 256)
+        for i in range(0, len(records), size):
+            batch = records[i : i + size]
+            self._index(batch, dict(self.components.embed_documents(batch)))
+            if progress:
+                progress(min(i + size, len(records)), len(records))
+
+    # --- vectors -------------------------------------------------------------------------------
+    def reindex(
+        self, *, progress: Callable[[int, int], None] | None = None, batch_size: int = 256
+    ) -> int:
+        """Drop every stored vector and embed all memories again with the current embedder
+        (after a model change). The model is locked per database, so this covers every
+        namespace in the store, not just this one. Returns how many were embedded."""
+        vectors = self.components.reset_vectors()
+        views = [self.with_namespace(ns) for ns in self.store_backend.namespaces()]
+        total = sum(v.store_backend.count(v.namespace, Filter()) for v in views)
+        done = 0
+        for view in views:
+
+            def step(n: int, _: int, base: int = done) -> None:
+                if progress:
+                    progress(base + n, total)
+
+            done += view._embed_missing(vectors, total, step, batch_size)
+        return done
+
+    def backfill(
+        self, *, progress: Callable[[int, int], None] | None = None, batch_size: int = 256
+    ) -> int:
+        """Embed the memories that have no vector yet (e.g. stored while no embedder worked)."""
+        vectors = self.components.vectors()
+        if vectors is None:
+            raise InvalidInputError(self.components.vector_status())
+        total = self.store_backend.count(self.namespace, Filter())
+        return self._embed_missing(
+            vectors, total - vectors.count(self.namespace), progress, batch_size
+        )
+
+    def _embed_missing(
+        self, vectors: Any, total: int, progress: Callable[[int, int], None] | None, batch_size: int
+    ) -> int:
+        done = 0
+        while ids := vectors.missing(self.namespace, batch_size):
+            records = self.store_backend.get_many(self.namespace, ids)
+            embedded = self.components.embed_documents(records)
+            vectors.upsert(self.namespace, embedded)
+            done += len(records)
+            if progress:
+                progress(done, max(total, done))
+            if len(embedded) < len(ids):  # nothing could be embedded: stop instead of spinning
+                break
+        return done

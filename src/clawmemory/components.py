@@ -7,6 +7,7 @@ needs vectors; commands that only read records (get, list, stats) never pay for 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
 from collections.abc import Sequence
@@ -139,41 +140,55 @@ class Components:
             self._vectors, self._vector_state = vectors, "ok"
             return vectors
 
-    def embed_documents(self, records: Sequence[MemoryRecord]) -> list[tuple[str, F32]]:
-        """Embeddings for records, batched; computed outside any store lock (000)."""
+    def embed_documents(
+        self,
+        records: Sequence[MemoryRecord],
+        preceding: Sequence[Sequence[MemoryRecord]] | None = None,
+    ) -> list[tuple[str, F32]]:
+        """Embeddings for records, batched; computed outside any store lock (000). Each episode
+        is embedded after the turns before it (``context_turns``; a reply such as "Sure, I'd
+        love to!" means something only next to what it answers). ``preceding``: those turns,
+        when the caller has already looked them up."""
         if not records or self.vectors() is None:
             return []
+        n = self.settings.embedder.context_turns
+        if preceding is None:
+            preceding = self.preceding_turns(records, n)
         texts = [
-            document_text(r, ctx) for r, ctx in zip(records, self._contexts(records), strict=True)
+            document_text(r, [p.content for p in prev[-n:]] if n > 0 else [])
+            for r, prev in zip(records, preceding, strict=True)
         ]
         matrix = self.embedder.embed(texts)
         return [(r.id, matrix[i]) for i, r in enumerate(records)]
 
-    def _contexts(self, records: Sequence[MemoryRecord]) -> list[list[str]]:
-        """For each episode, the turns before it in its session (``context_turns`` of them):
-        a reply such as "Sure, I'd love to!" means something only next to what it answers.
-        Earlier turns come from the same batch when they are in it, else from the store."""
-        n = self.settings.embedder.context_turns
-        out: list[list[str]] = [[] for _ in records]
+    def preceding_turns(self, records: Sequence[MemoryRecord], n: int) -> list[list[MemoryRecord]]:
+        """For each episode with a session, up to ``n`` turns recorded before it in that session,
+        oldest first: from the same batch when they are in it, else from the store (one query
+        per session). Works for new records and for stored ones (reindex, backfill)."""
+        out: list[list[MemoryRecord]] = [[] for _ in records]
         if n <= 0:
             return out
-        recent: dict[tuple[str, str], list[str]] = {}
+        recent: dict[tuple[str, str], list[MemoryRecord]] = {}
         for i, r in enumerate(records):
             if r.kind != "episode" or not r.session_id:
                 continue
             key = (r.namespace, r.session_id)
             if key not in recent:
-                # Turns recorded before this one (reindex and backfill embed old records too).
+                # Up to and including this record's time (a frozen clock gives equal times),
+                # then without the record itself when it is already stored.
                 earlier = self.store.list(
                     r.namespace,
-                    Filter(kinds=("episode",), session_id=r.session_id,
-                           created_before=r.created_at),
-                    limit=n,
+                    Filter(
+                        kinds=("episode",),
+                        session_id=r.session_id,
+                        created_before=math.nextafter(r.created_at, math.inf),
+                    ),
+                    limit=n + 1,
                     order="newest",
                 )
-                recent[key] = [e.content for e in reversed(earlier) if e.id != r.id]
+                recent[key] = [e for e in reversed(earlier) if e.id != r.id][-n:]
             out[i] = recent[key][-n:]
-            recent[key].append(r.content)
+            recent[key].append(r)
         return out
 
     def embed_query(self, text: str) -> F32:

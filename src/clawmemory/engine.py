@@ -173,11 +173,13 @@ class Memory(PortabilityMixin):
             source_ids=source_ids,
             confidence=confidence,
         )
-        vectors = self.components.embed_documents([record])  # outside any lock (000)
-        links = self._sequence_links([record])
+        preceding = self._preceding([record])
+        vectors = self.components.embed_documents([record], preceding)  # outside any lock
+        links = self._sequence_links([record], preceding)
         if links:  # the record and its link to the previous turn in one transaction
-            stored = self.store_backend.put_many([record], skip_existing_keys=False,
-                                                 links=links)[0][0]
+            stored = self.store_backend.put_many([record], skip_existing_keys=False, links=links)[
+                0
+            ][0]
         else:
             stored, _ = self.store_backend.put(record)
         self._index([stored], dict(vectors))
@@ -216,9 +218,11 @@ class Memory(PortabilityMixin):
     def _store_batch(self, records: builtins.list[MemoryRecord]) -> builtins.list[str]:
         if not records:
             return []
-        vectors = dict(self.components.embed_documents(records))
-        results = self.store_backend.put_many(records, skip_existing_keys=False,
-                                              links=self._sequence_links(records))
+        preceding = self._preceding(records)
+        vectors = dict(self.components.embed_documents(records, preceding))
+        results = self.store_backend.put_many(
+            records, skip_existing_keys=False, links=self._sequence_links(records, preceding)
+        )
         stored = [r for r, _ in results]
         self._mirror(stored)
         self._index(
@@ -243,30 +247,28 @@ class Memory(PortabilityMixin):
         except ClawMemoryError as exc:
             log.warning("markdown mirror: %s (`clawmem export --format markdown` rebuilds it)", exc)
 
-    def _sequence_links(
+    def _preceding(
         self, records: Sequence[MemoryRecord]
+    ) -> builtins.list[builtins.list[MemoryRecord]]:
+        """The earlier turns of each new episode, looked up once for both the embedding context
+        and the sequence link."""
+        n = max(
+            self.settings.embedder.context_turns, 1 if self.settings.storage.sequence_links else 0
+        )
+        return self.components.preceding_turns(records, n)
+
+    def _sequence_links(
+        self, records: Sequence[MemoryRecord], preceding: Sequence[Sequence[MemoryRecord]]
     ) -> builtins.list[tuple[str, str, float, str]]:
         """Links from each episode to the turn before it in its session (origin "sequence"),
-        so recall can follow a dialogue (depth=1, neighbour smoothing). Earlier turns come
-        from the same batch when they are in it, else from the store."""
+        so recall can follow a dialogue (depth=1, neighbour smoothing)."""
         if not self.settings.storage.sequence_links:
             return []
-        last: dict[str, str | None] = {}
-        links = []
-        for r in records:
-            if r.kind != "episode" or not r.session_id or r.key:
-                continue  # a keyed episode is an upsert target, not a turn in a sequence
-            if r.session_id not in last:
-                # The records are new, so the newest stored turn of the session precedes them.
-                before = self.store_backend.list(
-                    self.namespace, Filter(kinds=("episode",), session_id=r.session_id),
-                    limit=1, order="newest")
-                last[r.session_id] = before[0].id if before else None
-            prev = last[r.session_id]
-            if prev is not None:
-                links.append((prev, r.id, 1.0, "sequence"))
-            last[r.session_id] = r.id
-        return links
+        return [
+            (prev[-1].id, r.id, 1.0, "sequence")
+            for r, prev in zip(records, preceding, strict=True)
+            if prev and not r.key
+        ]  # a keyed episode is an upsert target, not a turn
 
     def _index(
         self, records: Sequence[MemoryRecord], vectors: Mapping[str, Any], *, replace: bool = False
@@ -279,8 +281,9 @@ class Memory(PortabilityMixin):
         layer = self.components.entity_layer()
         if layer is not None:
             index, ner = layer
-            index.link_many(self.namespace, [(r.id, ner.extract(r.content)) for r in records],
-                            replace=replace)
+            index.link_many(
+                self.namespace, [(r.id, ner.extract(r.content)) for r in records], replace=replace
+            )
 
     def _new_record(self, content: str, **fields: Any) -> MemoryRecord:
         cfg = self.settings.storage

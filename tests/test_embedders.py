@@ -114,6 +114,35 @@ class TestLocalEmbedder:
         with pytest.raises(TypeError):
             local.embed("not a list")
 
+    def test_in_context_vectors_are_about_the_text_read_after_its_context(
+        self, local: Any
+    ) -> None:
+        reply = "Sure, I would love to!"
+        a, b = local.embed_in_context([
+            ("Do you want to go hiking in the mountains on Saturday?", reply),
+            ("Can you help me file my quarterly tax return?", reply),
+        ])
+        assert a.shape == (384,) and np.linalg.norm(a) == pytest.approx(1.0, abs=1e-5)
+        hiking, taxes = local.embed(["going hiking in the mountains", "filing a tax return"])
+        # The same words mean what they answer ...
+        assert float(a @ hiking) > float(b @ hiking) + 0.05
+        assert float(b @ taxes) > float(a @ taxes) + 0.05
+        # ... and stay closer to the reply itself than the context alone would be.
+        alone = local.embed([reply])[0]
+        question = local.embed(["Do you want to go hiking in the mountains on Saturday?"])[0]
+        assert float(a @ alone) > float(question @ alone)
+
+    def test_in_context_keeps_the_text_when_the_context_is_too_long(self, local: Any) -> None:
+        text = "The deploy runs on Fridays"
+        long_context = "unrelated filler words about weather " * 300  # far past 256 tokens
+        v_long, v_none = local.embed_in_context([(long_context, text), ("", text)])
+        assert np.isfinite(v_long).all()
+        deploy = local.embed(["deployments happen on Friday"])[0]
+        weather = local.embed(["the weather"])[0]
+        assert float(v_long @ deploy) > float(v_long @ weather) - 0.2
+        assert float(v_none @ local.embed([text])[0]) > 0.9  # no context: about the text
+        assert local.embed_in_context([]).shape == (0, 384)
+
     def test_concurrent_calls_give_the_same_vectors(self, local: Any) -> None:
         texts = [f"memory number {i} about topic {i % 3}" for i in range(12)]
         expected = local.embed(texts)

@@ -58,7 +58,7 @@ def vmem(store: Store, clock: Clock) -> Memory:
 def test_matrix_exact_search_matches_brute_force() -> None:
     rng = np.random.default_rng(3)
     data = rng.standard_normal((500, 32)).astype(np.float32)
-    m = VectorMatrix(32)
+    m = VectorMatrix(32, centre_min_rows=0)  # plain cosine
     m.upsert((f"m{i}", data[i]) for i in range(500))
     q = rng.standard_normal(32).astype(np.float32)
     unit = data / np.linalg.norm(data, axis=1, keepdims=True)
@@ -287,3 +287,66 @@ def test_neighbour_smoothing_lifts_the_answer_next_to_the_question(
     before = next(h for h in plain.recall("kayak repair floats", mode="keyword", limit=5)
                   if h.memory.id == a)
     assert answer.score > before.score
+
+
+# --- centring (ADR 0007) -----------------------------------------------------------------------
+def _centred_brute_force(data: np.ndarray, q: np.ndarray) -> np.ndarray:
+    unit = data / np.linalg.norm(data, axis=1, keepdims=True)
+    c = unit.mean(0)
+    d = unit - c
+    qq = q / np.linalg.norm(q) - c
+    return (d @ qq) / (np.linalg.norm(d, axis=1) * np.linalg.norm(qq))
+
+
+def test_matrix_centres_similarity_on_the_namespace_mean() -> None:
+    rng = np.random.default_rng(5)
+    # A strong shared direction, as sentence embeddings have: plain cosine is dominated by it.
+    data = (rng.standard_normal((300, 16)) + 4.0).astype(np.float32)
+    q = (rng.standard_normal(16) + 4.0).astype(np.float32)
+    m = VectorMatrix(16, centre_min_rows=50)
+    m.upsert((f"m{i}", data[i]) for i in range(300))
+    want = _centred_brute_force(data, q)
+    got = m.search(q, 10)
+    assert [i for i, _ in got] == [f"m{i}" for i in np.argsort(-want)[:10]]
+    assert got[0][1] == pytest.approx(float(want.max()), abs=1e-4)
+    sims = m.similarities(q, ["m0", "m7"])
+    assert sims["m0"] == pytest.approx(float(want[0]), abs=1e-4)
+    assert sims["m7"] == pytest.approx(float(want[7]), abs=1e-4)
+    plain = VectorMatrix(16, centre_min_rows=0)
+    plain.upsert((f"m{i}", data[i]) for i in range(300))
+    assert [i for i, _ in plain.search(q, 10)] != [i for i, _ in got]  # centring changed it
+
+
+def test_matrix_centre_follows_updates_and_removals() -> None:
+    rng = np.random.default_rng(6)
+    data = (rng.standard_normal((200, 8)) + 2.0).astype(np.float32)
+    m = VectorMatrix(8, centre_min_rows=50)
+    m.upsert((f"m{i}", data[i]) for i in range(100))
+    m.search(data[0], 1)  # computes the centre at 100 rows
+    m.upsert((f"m{i}", data[i]) for i in range(100, 200))  # grows past 10%: centre refreshed
+    m.remove([f"m{i}" for i in range(0, 200, 4)])
+    keep = [i for i in range(200) if i % 4]
+    q = data[3]
+    want = _centred_brute_force(data[keep], q)
+    assert [i for i, _ in m.search(q, 5)] == [f"m{keep[j]}" for j in np.argsort(-want)[:5]]
+
+
+def test_matrix_small_namespaces_use_plain_cosine() -> None:
+    m = VectorMatrix(4, centre_min_rows=50)
+    m.upsert([("a", np.array([1, 0, 0, 0], np.float32)), ("b", np.array([0.9, 0.1, 0, 0], np.float32))])
+    # One or two rows would be erased by their own mean; below the minimum nothing is centred.
+    assert m.similarities(np.array([1, 0, 0, 0], np.float32), ["a"])["a"] == pytest.approx(1.0)
+
+
+def test_binary_preselection_uses_centred_codes() -> None:
+    rng = np.random.default_rng(7)
+    data = (rng.standard_normal((2000, 64)) + 1.5).astype(np.float32)
+    q = data[42] + 0.05 * rng.standard_normal(64).astype(np.float32)
+    exact = VectorMatrix(64, centre_min_rows=50)
+    binary = VectorMatrix(64, binary_threshold=0, centre_min_rows=50)
+    for m in (exact, binary):
+        m.upsert((f"m{i}", data[i]) for i in range(2000))
+    assert binary.search(q, 1)[0][0] == "m42"
+    top_exact = {i for i, _ in exact.search(q, 10)}
+    top_binary = {i for i, _ in binary.search(q, 10)}
+    assert len(top_exact & top_binary) >= 8

@@ -102,7 +102,7 @@ class Components:
         embedder = self.embedder
         if embedder is None:
             return "no embedder configured: keyword and entity recall only"
-        vectors = vector_store_for(self.store)
+        vectors = self._new_vector_store()
         if vectors is None:
             return f"the {self.store.backend} backend cannot store vectors: keyword recall only"
         try:
@@ -113,6 +113,9 @@ class Components:
             return problem
         self._vectors = vectors
         return "ok"
+
+    def _new_vector_store(self) -> VectorStore | None:
+        return vector_store_for(self.store, centre_min_rows=self.settings.recall.centre_min_rows)
 
     def loaded_vectors(self) -> VectorStore | None:
         """The vector store if it is already bound; never loads a model."""
@@ -133,7 +136,7 @@ class Components:
                 raise ConfigError(
                     "no embedder configured (embedder.provider); nothing to reindex with"
                 )
-            vectors = vector_store_for(self.store)
+            vectors = self._new_vector_store()
             if vectors is None:
                 raise ConfigError(f"the {self.store.backend} backend cannot store vectors")
             vectors.reset(embedder.name, embedder.dimension)
@@ -154,12 +157,27 @@ class Components:
         n = self.settings.embedder.context_turns
         if preceding is None:
             preceding = self.preceding_turns(records, n)
-        texts = [
-            document_text(r, [p.content for p in prev[-n:]] if n > 0 else [])
-            for r, prev in zip(records, preceding, strict=True)
+        contexts = [
+            "\n".join(p.content for p in prev[-n:]) if n > 0 else ""
+            for prev in preceding
         ]
-        matrix = self.embedder.embed(texts)
-        return [(r.id, matrix[i]) for i, r in enumerate(records)]
+        in_context = getattr(self.embedder, "embed_in_context", None)
+        if in_context is None:  # remote embedders: the context is simply prepended
+            matrix = self.embedder.embed(
+                [document_text(r, [c] if c else []) for r, c in zip(records, contexts, strict=True)]
+            )
+            return [(r.id, matrix[i]) for i, r in enumerate(records)]
+        # Local model: turns with context are embedded in context (late chunking, ADR 0007).
+        plain = [i for i, c in enumerate(contexts) if not c]
+        ctx = [i for i, c in enumerate(contexts) if c]
+        out: dict[int, F32] = {}
+        if plain:
+            out.update(zip(plain, self.embedder.embed([document_text(records[i]) for i in plain]),
+                           strict=True))
+        if ctx:
+            vecs = in_context([(contexts[i], document_text(records[i])) for i in ctx])
+            out.update(zip(ctx, vecs, strict=True))
+        return [(r.id, out[i]) for i, r in enumerate(records)]
 
     def preceding_turns(self, records: Sequence[MemoryRecord], n: int) -> list[list[MemoryRecord]]:
         """For each episode with a session, up to ``n`` turns recorded before it in that session,

@@ -89,10 +89,13 @@ class RecallSettings(BaseModel):
     co_recall_boost: float = 0.05
     co_recall_max_boost: float = 0.2
     candidate_pool: int = 50  # candidates per list before re-ranking
+    # Vector similarity is cosine around the namespace's mean vector once it holds this many
+    # vectors (0 = plain cosine). Measured on LoCoMo: ADR 0007.
+    centre_min_rows: int = 50
     rrf_k: int = 60  # 002/004
     fusion: str = "weighted"  # "weighted" (000) or "rrf" (002/004); measured: ADR 0004
-    text_weight: float = 0.5  # weighted mode; 000 uses 0.4 (ADR 0004)
-    vector_weight: float = 0.5  # weighted mode; 000 uses 0.6 (ADR 0004)
+    text_weight: float = 0.4  # weighted mode, as 000 (ADR 0004, ADR 0007)
+    vector_weight: float = 0.6  # weighted mode, as 000 (ADR 0004, ADR 0007)
     score_weight: float = 0.2  # 003: exp(score * 0.2)
     recency: str = "koshi"  # "koshi" (003: 1/(1+0.01*days)), "half-life" (000), "none"
     recency_per_day: float = 0.01  # 003

@@ -50,6 +50,12 @@ class CachedEmbedder:
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         return self.inner.embed(texts)
 
+    def __getattr__(self, name: str) -> object:
+        # Optional capabilities of the wrapped embedder (``embed_in_context``) stay visible.
+        if name == "embed_in_context":
+            return getattr(self.inner, name)
+        raise AttributeError(name)
+
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
         with self._lock:
             vector = self._entries.get(text)

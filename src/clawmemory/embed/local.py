@@ -218,6 +218,25 @@ class LocalEmbedder:
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
         return self.embed([text]).reshape(-1)
 
+    def embed_in_context(self, items: Sequence[tuple[str, str]]) -> npt.NDArray[np.float32]:
+        """One vector per ``(context, text)``: the text is read after its context, and only
+        the text's own tokens are pooled ("late chunking"). A reply such as "Sure, I'd love
+        to!" then means what it answers, while the vector stays about the reply rather than
+        the question before it. Measured on LoCoMo: ADR 0007."""
+        model = self._load()
+        if not items:
+            return np.empty((0, self.dimension), dtype=np.float32)
+        with self._encode_lock:
+            try:
+                vectors = _late_pool(model, items, self.batch_size)
+            except (RuntimeError, ValueError, TypeError, IndexError) as exc:
+                raise EmbeddingError(f"local embedding model {self.model!r} failed: {exc}") from exc
+        if self.truncate_dim is not None:
+            vectors = vectors[:, : self.truncate_dim]
+        return as_unit_rows(
+            vectors, count=len(items), dimension=self._dimension, source=f"model {self.model!r}"
+        )
+
     def close(self) -> None:
         """Drop the model so its memory can be freed; the next embed loads it again."""
         with self._load_lock:
@@ -266,3 +285,50 @@ class LocalEmbedder:
             target = default_threads()
             if torch.get_num_threads() > target:
                 torch.set_num_threads(target)
+
+
+def _late_pool(
+    model: SentenceTransformer, items: Sequence[tuple[str, str]], batch_size: int
+) -> npt.NDArray[np.float32]:
+    """Token embeddings of ``[specials] context text [specials]``, mean-pooled from the text's
+    first token to the end. The context is cut from its start when the pair is longer than the
+    model's window, so the text itself is always read whole (up to the window)."""
+    import torch
+
+    tok = model.tokenizer
+    window = int(model.max_seq_length or tok.model_max_length)
+    # The special tokens the tokenizer wraps a text in ([CLS] ... [SEP] for BERT models).
+    bare = tok("a", add_special_tokens=False)["input_ids"]
+    wrapped = tok("a")["input_ids"]
+    lead = next(i for i in range(len(wrapped)) if wrapped[i : i + len(bare)] == bare)
+    head, tail = wrapped[:lead], wrapped[lead + len(bare) :]
+    n_special = len(head) + len(tail)
+    seqs: list[list[int]] = []
+    starts: list[int] = []
+    for context, text in items:
+        # verbose=False: a long context is cut below, so the "too long" warning would mislead.
+        t = tok(text, add_special_tokens=False, verbose=False)["input_ids"][: window - n_special]
+        c = tok(context, add_special_tokens=False, verbose=False)["input_ids"] if context else []
+        room = window - n_special - len(t)
+        c = c[len(c) - room :] if 0 < room < len(c) else (c if room > 0 else [])
+        seqs.append([*head, *c, *t, *tail])
+        starts.append(lead + len(c) if t else 0)
+    out: npt.NDArray[np.float32] | None = None
+    order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))  # little padding per batch
+    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+    for b in range(0, len(order), batch_size):
+        batch = order[b : b + batch_size]
+        width = max(len(seqs[i]) for i in batch)
+        ids = torch.full((len(batch), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(batch), width), dtype=torch.long)
+        for row, i in enumerate(batch):
+            ids[row, : len(seqs[i])] = torch.tensor(seqs[i])
+            mask[row, : len(seqs[i])] = 1
+        with torch.inference_mode():
+            tokens = model({"input_ids": ids, "attention_mask": mask})["token_embeddings"]
+        if out is None:
+            out = np.zeros((len(seqs), tokens.shape[-1]), dtype=np.float32)
+        for row, i in enumerate(batch):
+            out[i] = tokens[row, starts[i] : len(seqs[i])].float().mean(0).numpy()
+    assert out is not None  # items is not empty
+    return out

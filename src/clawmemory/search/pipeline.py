@@ -136,7 +136,7 @@ class Retriever:
 
     # --- the whole pipeline --------------------------------------------------------------------
     def recall(self, req: RecallRequest) -> list[Hit]:
-        pool = max(self.cfg.candidate_pool, req.limit * 4)
+        pool = max(self.cfg.candidate_pool, req.limit * 2)
         lists: list[Candidates] = []
         terms: list[str] = []
         qv = None

@@ -9,17 +9,18 @@ from clawmemory.vectors.base import VectorStore
 __all__ = ["VectorStore", "vector_store_for"]
 
 
-def vector_store_for(store: Store) -> VectorStore | None:
-    """The vector store that goes with a record store, or None (none backend)."""
+def vector_store_for(store: Store, *, centre_min_rows: int = 50) -> VectorStore | None:
+    """The vector store that goes with a record store, or None (none backend).
+    ``centre_min_rows``: see ``VectorMatrix`` (0 = plain cosine)."""
     from clawmemory.store.memory import MemoryStore
     from clawmemory.store.sqlite import SQLiteStore
 
     if isinstance(store, SQLiteStore):
         from clawmemory.vectors.sqlite import SQLiteVectors
 
-        return SQLiteVectors(store) if store.vec_available else None
+        return SQLiteVectors(store, centre_min_rows) if store.vec_available else None
     if isinstance(store, MemoryStore):
         from clawmemory.vectors.memory import MemoryVectors
 
-        return MemoryVectors(store)
+        return MemoryVectors(store, centre_min_rows)
     return None

@@ -19,8 +19,9 @@ F32 = npt.NDArray[np.float32]
 
 
 class MemoryVectors:
-    def __init__(self, store: MemoryStore) -> None:
+    def __init__(self, store: MemoryStore, centre_min_rows: int = 50) -> None:
         self.store = store
+        self.centre_min_rows = centre_min_rows
         self.dimension: int | None = None
         self.model: str | None = None
         self._matrices: dict[str, VectorMatrix] = {}
@@ -41,7 +42,9 @@ class MemoryVectors:
         assert self.dimension is not None
         m = self._matrices.get(namespace)
         if m is None:
-            m = self._matrices[namespace] = VectorMatrix(self.dimension)
+            m = self._matrices[namespace] = VectorMatrix(
+                self.dimension, centre_min_rows=self.centre_min_rows
+            )
             if self._persisted:  # JSON backend: vectors saved by an earlier run
                 ids = [
                     r.id

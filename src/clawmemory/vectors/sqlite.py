@@ -35,8 +35,9 @@ class _Cache:
 
 
 class SQLiteVectors:
-    def __init__(self, store: SQLiteStore) -> None:
+    def __init__(self, store: SQLiteStore, centre_min_rows: int = 50) -> None:
         self.store = store
+        self.centre_min_rows = centre_min_rows
         self.dimension: int | None = None
         self._caches: dict[str, _Cache] = {}
         self._lock = threading.RLock()
@@ -217,7 +218,7 @@ class SQLiteVectors:
 
     def _load(self, namespace: str, head: int) -> _Cache:
         assert self.dimension is not None
-        cache = _Cache(VectorMatrix(self.dimension), head)
+        cache = _Cache(VectorMatrix(self.dimension, centre_min_rows=self.centre_min_rows), head)
         cache.add(self._rows("v.namespace = ?", [namespace]))
         return cache
 

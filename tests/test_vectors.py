@@ -333,7 +333,8 @@ def test_matrix_centre_follows_updates_and_removals() -> None:
 
 def test_matrix_small_namespaces_use_plain_cosine() -> None:
     m = VectorMatrix(4, centre_min_rows=50)
-    m.upsert([("a", np.array([1, 0, 0, 0], np.float32)), ("b", np.array([0.9, 0.1, 0, 0], np.float32))])
+    m.upsert([("a", np.array([1, 0, 0, 0], np.float32)),
+              ("b", np.array([0.9, 0.1, 0, 0], np.float32))])
     # One or two rows would be erased by their own mean; below the minimum nothing is centred.
     assert m.similarities(np.array([1, 0, 0, 0], np.float32), ["a"])["a"] == pytest.approx(1.0)
 

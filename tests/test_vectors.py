@@ -351,3 +351,18 @@ def test_binary_preselection_uses_centred_codes() -> None:
     top_exact = {i for i, _ in exact.search(q, 10)}
     top_binary = {i for i, _ in binary.search(q, 10)}
     assert len(top_exact & top_binary) >= 8
+
+
+def test_binary_codes_follow_writes_after_they_are_built() -> None:
+    rng = np.random.default_rng(8)
+    data = rng.standard_normal((3000, 64)).astype(np.float32)
+    m = VectorMatrix(64, binary_threshold=0, centre_min_rows=50)
+    m.upsert((f"m{i}", data[i]) for i in range(2000))
+    assert m.search(data[10], 1)[0][0] == "m10"  # codes built here
+    m.upsert((f"m{i}", data[i]) for i in range(2000, 2100))  # appended: codes extended
+    m.upsert([("m5", data[2500])])  # rewritten in place: its code changes
+    m.remove([f"m{i}" for i in range(0, 1000, 2)])  # holes filled by moving the last rows
+    assert m.search(data[2050], 1)[0][0] == "m2050"
+    assert m.search(data[2500], 1)[0][0] == "m5"
+    assert m.search(data[1999], 1)[0][0] == "m1999"  # a row that was moved into a hole
+    assert all(i != "m4" for i, _ in m.search(data[4], 20))

@@ -216,7 +216,27 @@ class LocalEmbedder:
         )
 
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
-        return self.embed([text]).reshape(-1)
+        """One forward pass, without ``encode()``'s batching machinery: 10 ms instead of 16 ms
+        for a short query on one core, and a query is on every hybrid recall's critical path."""
+        import torch
+
+        model = self._load()
+        with self._encode_lock:
+            try:
+                features = model.tokenizer(
+                    [text], return_tensors="pt", truncation=True,
+                    max_length=int(model.max_seq_length or 512),
+                )
+                with torch.inference_mode():
+                    out = model(dict(features))["sentence_embedding"]
+                vector = out.float().numpy()
+            except (RuntimeError, ValueError, TypeError, KeyError) as exc:
+                raise EmbeddingError(f"local embedding model {self.model!r} failed: {exc}") from exc
+        if self.truncate_dim is not None:
+            vector = vector[:, : self.truncate_dim]
+        return as_unit_rows(
+            vector, count=1, dimension=self._dimension, source=f"model {self.model!r}"
+        ).reshape(-1)
 
     def embed_in_context(self, items: Sequence[tuple[str, str]]) -> npt.NDArray[np.float32]:
         """One vector per ``(context, text)``: the text is read after its context, and only

@@ -15,6 +15,7 @@ import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -142,6 +143,23 @@ class TestLocalEmbedder:
         assert float(v_long @ deploy) > float(v_long @ weather) - 0.2
         assert float(v_none @ local.embed([text])[0]) > 0.9  # no context: about the text
         assert local.embed_in_context([]).shape == (0, 384)
+
+    def test_memory_embeds_episodes_in_context_and_facts_alone(
+        self, local: Any, tmp_path: Path
+    ) -> None:
+        from clawmemory import Memory, Settings
+
+        with Memory.open(tmp_path / "late.db", settings=Settings(), embedder=local) as mem:
+            question = "Do you want to go hiking on Saturday?"
+            mem.store(question, kind="episode", session_id="s1")
+            reply = mem.store("Sure, I'd love to!", kind="episode", session_id="s1")
+            fact = mem.store("The deploy runs on Fridays", kind="fact")
+            vectors = mem.components.vectors()
+            assert vectors is not None
+            in_context = local.embed_in_context([(question, "Sure, I'd love to!")])[0]
+            alone = local.embed(["The deploy runs on Fridays"])[0]
+            assert vectors.similarities("default", in_context, [reply])[reply] > 0.999
+            assert vectors.similarities("default", alone, [fact])[fact] > 0.999
 
     def test_concurrent_calls_give_the_same_vectors(self, local: Any) -> None:
         texts = [f"memory number {i} about topic {i % 3}" for i in range(12)]

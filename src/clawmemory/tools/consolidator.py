@@ -194,12 +194,11 @@ def resolve(mem: Memory, args: ResolveArgs) -> ToolResult:
     if old.id == new.id:
         raise InvalidInputError("a fact cannot supersede itself")
     now = mem.clock()
-    # TODO(lead): Memory.resolve_conflict(old, new) in one transaction; the engine has no
-    # public way to set confidence or supersedes yet.
     lowered = old.evolve(confidence=CONFLICT_CONFIDENCE, updated_at=now)
     marked = new.evolve(supersedes=old.id, updated_at=now)
-    mem.store_backend.replace(lowered)
-    mem.store_backend.replace(marked)
+    # Both sides in one transaction: a crash between them must not leave a lowered fact that
+    # nothing supersedes.
+    mem.store_backend.replace_many([lowered, marked])
     text = (f"[id:{marked.id}] now supersedes [id:{old.id}], whose confidence is lowered to "
             f"{CONFLICT_CONFIDENCE}.")
     return ToolResult(text, {"old": record_data(lowered), "new": record_data(marked)})

@@ -223,6 +223,20 @@ def test_devclaw_layer_default_budget_is_2000_tokens(mem: Memory) -> None:
     assert "[truncated - " in layer
 
 
+def test_context_numbers_come_from_settings(mem: Memory, clock: Clock) -> None:
+    mem.settings.context.devclaw_budget_tokens = 60
+    mem.settings.context.devclaw_max_results = 3
+    mem.store_many({"content": f"deploy step {i} " + "word " * 10} for i in range(10))
+    layer = devclaw_layer(mem, "deploy")
+    assert estimate_tokens(layer) <= 60 and "[truncated - " in layer
+    assert devclaw_layer(mem, "deploy", 10_000).count("- [") == 3  # max results from settings
+    for i in range(4):
+        mem.store(f"trait {i}", kind="core", key=f"personality:t{i}")
+        clock.advance()
+    mem.settings.context.soul_traits = 2
+    assert soul_block(mem).count("- trait") == 2
+
+
 class Spawned:
     """Captures background refreshes so a test runs them when it chooses."""
 

@@ -583,6 +583,24 @@ def test_episodes_come_30_per_page_oldest_first(mem: Memory, clock: Clock) -> No
     assert len(second.data["episodes"]) == 5 and second.data["next_page"] is None
 
 
+def test_consolidator_numbers_come_from_settings(mem: Memory, clock: Clock) -> None:
+    mem.settings.consolidation.episodes_page_size = 4
+    for i in range(6):
+        observe(mem, "user", f"turn {i}", "s1")
+        clock.advance()
+    page = ok(mem, "consolidator", "get_episodes_for_consolidation", {"session_id": "s1"})
+    assert len(page.data["episodes"]) == 4 and page.data["next_page"] == 1
+    mem.settings.consolidation.dedup_jaccard = 0.4  # "Alice prefers tea" is now a duplicate
+    mem.store("Alice prefers green tea in the morning")
+    r = ok(mem, "consolidator", "save_facts_batch", {"session_id": "s9",
+                                                     "facts": ["Alice prefers tea"]})
+    assert r.data["saved"] == [] and r.data["skipped"][0]["reason"] == "already stored"
+    mem.settings.consolidation.conflict_confidence = 0.1
+    old, new = mem.store("Bob lives in Porto"), mem.store("Bob lives in Lisbon")
+    ok(mem, "consolidator", "resolve_conflict", {"old_fact_id": old, "new_fact_id": new})
+    assert mem.get(old).confidence == 0.1 and mem.get(new).supersedes == old
+
+
 def test_save_facts_batch_deduplicates_on_two_levels(mem: Memory) -> None:
     stored = mem.store("Alice prefers green tea in the morning")
     r = ok(mem, "consolidator", "save_facts_batch", {"session_id": "s9", "facts": [

@@ -132,6 +132,26 @@ class MaintenanceSettings(BaseModel):
     enrich_batch: int = 50  # 004: memories per enrichment run
 
 
+class ConsolidationSettings(BaseModel):
+    """The 004 consolidator agent's tools (``tools/consolidator.py``)."""
+
+    episodes_page_size: int = Field(default=30, ge=1)  # get_episodes_for_consolidation chunk
+    dedup_jaccard: float = Field(default=0.75, ge=0, le=1)  # save_facts_batch: duplicate from
+    dedup_candidates: int = Field(default=10, ge=1)  # stored facts compared with each new one
+    conflict_confidence: float = Field(default=0.3, ge=0, le=1)  # resolve_conflict: old fact's
+
+
+class ContextSettings(BaseModel):
+    """Context injection (``context.py``); the token estimate itself (words × 1.3) is the
+    pluggable ``estimator`` argument, not a setting."""
+
+    devclaw_budget_tokens: int = Field(default=2000, ge=1)  # 002 token_budget.memory
+    devclaw_max_results: int = Field(default=20, ge=1)  # 002 HybridSearch(input, 20)
+    layer_cache_ttl_s: float = Field(default=30.0, ge=0)  # 002 memory-layer cache
+    soul_traits: int = Field(default=5, ge=0)  # 000: personality:* entries in the soul block
+    sandbox_facts: int = Field(default=5, ge=1)  # 004 get_context: hybrid_search(prompt, limit=5)
+
+
 class Settings(BaseSettings):
     """All settings. Construct with keyword arguments to override anything in code."""
 
@@ -152,6 +172,8 @@ class Settings(BaseSettings):
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
     entities: EntitySettings = Field(default_factory=EntitySettings)
     maintenance: MaintenanceSettings = Field(default_factory=MaintenanceSettings)
+    consolidation: ConsolidationSettings = Field(default_factory=ConsolidationSettings)
+    context: ContextSettings = Field(default_factory=ContextSettings)
 
     @classmethod
     def settings_customise_sources(

@@ -25,6 +25,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from clawmemory.config import ContextSettings
 from clawmemory.errors import ClawMemoryError
 from clawmemory.model import MemoryRecord
 
@@ -45,13 +46,9 @@ __all__ = [
 
 log = logging.getLogger("clawmemory.context")
 
-# The specifications' numbers. TODO(lead): move to a ``context`` section of config.Settings.
-TOKENS_PER_WORD = 1.3  # 000/001 fallback token estimate
-DEVCLAW_BUDGET_TOKENS = 2000  # 002 token_budget.memory
-DEVCLAW_MAX_RESULTS = 20  # 002 HybridSearch(input, 20)
-LAYER_CACHE_TTL_S = 30.0  # 002 memory layer cache
-SOUL_TRAITS = 5  # 000: up to 5 personality:* entries, newest first
-SANDBOX_FACTS = 5  # 004 hybrid_search(prompt, kind='fact', limit=5)
+TOKENS_PER_WORD = 1.3  # 000/001 fallback token estimate (the estimator itself is pluggable)
+# The specifications' other numbers live in ``Settings.context``; these are its defaults.
+LAYER_CACHE_TTL_S = ContextSettings().layer_cache_ttl_s  # LayerCache has no Memory to ask
 
 
 class TokenEstimator(Protocol):
@@ -164,7 +161,7 @@ def _newest_traits(mem: Memory) -> list[MemoryRecord]:
     traits = [r for r in core if (r.key or "").startswith("personality:")]
     # 000's timestamp moves on every upsert, so "newest" is the last write, not the creation.
     traits.sort(key=lambda r: (r.updated_at, r.created_at), reverse=True)
-    return traits[:SOUL_TRAITS]
+    return traits[: mem.settings.context.soul_traits]
 
 
 # --- 001 sclaw ----------------------------------------------------------------------------------
@@ -203,10 +200,10 @@ DEVCLAW_HEADER = "## Relevant Memories\n\n"
 def devclaw_layer(
     mem: Memory,
     query: str,
-    budget_tokens: int = DEVCLAW_BUDGET_TOKENS,
+    budget_tokens: int | None = None,
     *,
     estimator: TokenEstimator = estimate_tokens,
-    limit: int = DEVCLAW_MAX_RESULTS,
+    limit: int | None = None,
     cache: LayerCache | None = None,
     session_id: str = "",
 ) -> str:
@@ -214,7 +211,10 @@ def devclaw_layer(
     layer within ``budget_tokens``; what does not fit is announced as
     ``[truncated - N more memories available]``. "" when nothing matches.
 
-    With a ``cache``, the layer is cached per ``session_id`` (stale-while-revalidate)."""
+    With a ``cache``, the layer is cached per ``session_id`` (stale-while-revalidate).
+    ``budget_tokens`` and ``limit`` default to ``Settings.context`` (2000 and 20, as 002)."""
+    budget_tokens = budget_tokens or mem.settings.context.devclaw_budget_tokens
+    limit = limit or mem.settings.context.devclaw_max_results
     if cache is not None:
         return cache.get(session_id,
                          lambda: devclaw_layer(mem, query, budget_tokens, estimator=estimator,
@@ -323,12 +323,13 @@ class LayerCache:
 
 # --- 004 sandbox --------------------------------------------------------------------------------
 def sandbox_context(
-    mem: Memory | None, prompt: str, session_id: str | None, limit: int = SANDBOX_FACTS
+    mem: Memory | None, prompt: str, session_id: str | None, limit: int | None = None
 ) -> str:
     """004 ``get_context``: facts from *other* sessions relevant to ``prompt``, then the latest
     reflection. "" when there is neither."""
     if mem is None:
         return ""
+    limit = limit or mem.settings.context.sandbox_facts
     parts = []
     if prompt.strip():
         hits = mem.recall(prompt, kind="fact", limit=limit, exclude_session_id=session_id)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, model_validator
 
+from clawmemory.config import ConsolidationSettings
 from clawmemory.errors import InvalidInputError
 from clawmemory.ingest import is_session_consolidated, mark_session_consolidated
 from clawmemory.model import MemoryRecord
@@ -35,11 +36,12 @@ __all__ = [
     "jaccard",
 ]
 
-# The 004 numbers. TODO(lead): move to a ``consolidation`` section of config.Settings.
-EPISODES_PAGE_SIZE = 30  # get_episodes_for_consolidation: 30 episodes per chunk
-DEDUP_JACCARD = 0.75  # save_facts_batch: a fact this similar to a stored one is a duplicate
-CONFLICT_CONFIDENCE = 0.3  # resolve_conflict: the superseded fact's new confidence
-DEDUP_CANDIDATES = 10  # stored facts compared against each new one
+# The 004 numbers, as defaults: each call reads ``mem.settings.consolidation``, and these only
+# word the tool descriptions, which are written once for every store.
+_DEFAULTS = ConsolidationSettings()
+EPISODES_PAGE_SIZE = _DEFAULTS.episodes_page_size
+DEDUP_JACCARD = _DEFAULTS.dedup_jaccard
+CONFLICT_CONFIDENCE = _DEFAULTS.conflict_confidence
 FACT_SOURCE = "consolidation"
 
 _WORD = re.compile(r"\w+")
@@ -107,7 +109,7 @@ class ResolveArgs(ToolArgs):
 
 # --- handlers -----------------------------------------------------------------------------------
 def episodes(mem: Memory, args: EpisodesArgs) -> ToolResult:
-    size = EPISODES_PAGE_SIZE
+    size = mem.settings.consolidation.episodes_page_size
     records = mem.list(kind="episode", session_id=args.session_id, order="oldest",
                        limit=size, offset=args.page * size)
     total = mem.count(kind="episode", session_id=args.session_id)
@@ -123,9 +125,10 @@ def episodes(mem: Memory, args: EpisodesArgs) -> ToolResult:
 
 
 def _duplicate_of(mem: Memory, content: str) -> MemoryRecord | None:
-    hits = mem.recall(content, kind="fact", limit=DEDUP_CANDIDATES, touch=False)
+    cfg = mem.settings.consolidation
+    hits = mem.recall(content, kind="fact", limit=cfg.dedup_candidates, touch=False)
     for h in hits:
-        if jaccard(content, h.memory.content) >= DEDUP_JACCARD:
+        if jaccard(content, h.memory.content) >= cfg.dedup_jaccard:
             return h.memory
     return None
 
@@ -194,13 +197,14 @@ def resolve(mem: Memory, args: ResolveArgs) -> ToolResult:
     if old.id == new.id:
         raise InvalidInputError("a fact cannot supersede itself")
     now = mem.clock()
-    lowered = old.evolve(confidence=CONFLICT_CONFIDENCE, updated_at=now)
+    lowered = old.evolve(confidence=mem.settings.consolidation.conflict_confidence,
+                         updated_at=now)
     marked = new.evolve(supersedes=old.id, updated_at=now)
     # Both sides in one transaction: a crash between them must not leave a lowered fact that
     # nothing supersedes.
     mem.store_backend.replace_many([lowered, marked])
     text = (f"[id:{marked.id}] now supersedes [id:{old.id}], whose confidence is lowered to "
-            f"{CONFLICT_CONFIDENCE}.")
+            f"{lowered.confidence}.")
     return ToolResult(text, {"old": record_data(lowered), "new": record_data(marked)})
 
 

@@ -144,6 +144,16 @@ class TestLocalEmbedder:
         assert float(v_none @ local.embed([text])[0]) > 0.9  # no context: about the text
         assert local.embed_in_context([]).shape == (0, 384)
 
+    def test_models_that_do_not_mean_pool_read_the_pair_as_one_text(self) -> None:
+        from clawmemory.embed.local import LocalEmbedder
+
+        cls_pooled = LocalEmbedder()
+        pooling = next(m for m in cls_pooled._load() if type(m).__name__ == "Pooling")
+        pooling.pooling_mode = "cls"  # as BGE-style models pool
+        got = cls_pooled.embed_in_context([("Do you like hiking?", "Yes, a lot")])
+        want = cls_pooled.embed(["Do you like hiking?\nYes, a lot"])
+        assert np.allclose(got, want, atol=1e-5)
+
     def test_memory_embeds_episodes_in_context_and_facts_alone(
         self, local: Any, tmp_path: Path
     ) -> None:

@@ -246,9 +246,12 @@ class LocalEmbedder:
         model = self._load()
         if not items:
             return np.empty((0, self.dimension), dtype=np.float32)
+        layout = _late_chunking_layout(model)
+        if layout is None:  # not a mean-pooling model: read the pair as one text instead
+            return self.embed([f"{ctx}\n{text}" if ctx else text for ctx, text in items])
         with self._encode_lock:
             try:
-                vectors = _late_pool(model, items, self.batch_size)
+                vectors = _late_pool(model, items, self.batch_size, layout)
             except (RuntimeError, ValueError, TypeError, IndexError) as exc:
                 raise EmbeddingError(f"local embedding model {self.model!r} failed: {exc}") from exc
         if self.truncate_dim is not None:
@@ -307,8 +310,31 @@ class LocalEmbedder:
                 torch.set_num_threads(target)
 
 
+def _late_chunking_layout(model: SentenceTransformer) -> tuple[list[int], list[int]] | None:
+    """The special tokens the tokenizer wraps a text in ([CLS] ... [SEP] for BERT models), or
+    None when late chunking does not apply: the model does not mean-pool its tokens (a CLS-
+    pooling model was never trained to read a span's mean), or its tokenizer's layout cannot be
+    read off a one-word probe."""
+    pooling = next((m for m in model if type(m).__name__ == "Pooling"), None)
+    mode = getattr(pooling, "pooling_mode", None)
+    if mode is None:  # sentence-transformers < 5 spells it as flags
+        mode = "mean" if getattr(pooling, "pooling_mode_mean_tokens", False) else None
+    if mode != "mean":
+        return None
+    tok = model.tokenizer
+    bare = tok("a", add_special_tokens=False)["input_ids"]
+    wrapped = tok("a")["input_ids"]
+    lead = next((i for i in range(len(wrapped)) if wrapped[i : i + len(bare)] == bare), None)
+    if not bare or lead is None:
+        return None
+    return wrapped[:lead], wrapped[lead + len(bare) :]
+
+
 def _late_pool(
-    model: SentenceTransformer, items: Sequence[tuple[str, str]], batch_size: int
+    model: SentenceTransformer,
+    items: Sequence[tuple[str, str]],
+    batch_size: int,
+    layout: tuple[list[int], list[int]],
 ) -> npt.NDArray[np.float32]:
     """Token embeddings of ``[specials] context text [specials]``, mean-pooled from the text's
     first token to the end. The context is cut from its start when the pair is longer than the
@@ -317,12 +343,8 @@ def _late_pool(
 
     tok = model.tokenizer
     window = int(model.max_seq_length or tok.model_max_length)
-    # The special tokens the tokenizer wraps a text in ([CLS] ... [SEP] for BERT models).
-    bare = tok("a", add_special_tokens=False)["input_ids"]
-    wrapped = tok("a")["input_ids"]
-    lead = next(i for i in range(len(wrapped)) if wrapped[i : i + len(bare)] == bare)
-    head, tail = wrapped[:lead], wrapped[lead + len(bare) :]
-    n_special = len(head) + len(tail)
+    head, tail = layout
+    lead, n_special = len(head), len(head) + len(tail)
     seqs: list[list[int]] = []
     starts: list[int] = []
     for context, text in items:

@@ -85,9 +85,16 @@ class Memory(PortabilityMixin):
         settings: Settings | None = None,
         clock: Callable[[], float] = time.time,
         embedder: Any = _UNSET,
+        create: bool = True,
+        read_only: bool = False,
     ) -> Memory:
         """Open (creating if needed) a memory store. With no path, the default location under
-        the user's home (``~/.clawmemory/memory.db``) or ``CLAWMEM_DB`` is used."""
+        the user's home (``~/.clawmemory/memory.db``) or ``CLAWMEM_DB`` is used.
+
+        ``create=False``: a store that does not exist yet is a NotFoundError (nothing is
+        created). ``read_only=True``: the file is only read; recall works and leaves access
+        counts unchanged. A file that is not a clawmemory store is refused (StorageError)
+        before anything is written to it."""
         if settings is None:
             settings = load_settings(db=path, namespace=namespace, backend=backend)
         else:
@@ -98,7 +105,7 @@ class Memory(PortabilityMixin):
             }
             settings = settings.model_copy(update=updates)
         return cls(
-            open_store(settings),
+            open_store(settings, create=create and not read_only, read_only=read_only),
             settings,
             namespace=settings.namespace,
             clock=clock,
@@ -367,12 +374,23 @@ class Memory(PortabilityMixin):
         return updated
 
     def forget(self, id_or_key: str) -> MemoryRecord:
-        """Hard-delete a memory and everything derived from it (index rows, links, entity links,
-        vectors). Returns the deleted record; raises NotFoundError."""
-        record = self.get(id_or_key)
-        self.store_backend.delete(self.namespace, [record.id])
-        self._unindex([record.id])
-        self._mirror(removed=[record])
+        """Hard-delete a memory, live or archived, with every version of it (the corrections
+        it went through, 004) and everything derived from them (index rows, links, entity
+        links, vectors, mirror files). Nothing is left in the database file either: no copy
+        in free pages or the write-ahead log. Returns the record that was named; raises
+        NotFoundError."""
+        record = self.store_backend.get(self.namespace, str(id_or_key))
+        if record is None:
+            record = self.store_backend.find_archived(self.namespace, str(id_or_key))
+        if record is None:
+            raise NotFoundError(
+                f"no memory with id or key {id_or_key!r} in namespace {self.namespace!r}"
+            )
+        versions = [r for r, _ in self.store_backend.chain(self.namespace, record.id)]
+        ids = [r.id for r in versions] or [record.id]
+        self.store_backend.delete(self.namespace, ids)
+        self._unindex(ids)
+        self._mirror(removed=versions or [record])
         return record
 
     def _unindex(self, ids: Sequence[str]) -> None:
@@ -465,24 +483,12 @@ class Memory(PortabilityMixin):
         return new
 
     def history(self, id_or_key: str) -> builtins.list[MemoryRecord]:
-        """The correction chain through this memory, oldest first."""
+        """The correction chain through this memory, oldest first (archived versions are not
+        part of it; ``forget`` removes them with the rest)."""
         record = self.get(id_or_key)
-        chain = [record]
-        while chain[0].supersedes:
-            prev = self.store_backend.get(self.namespace, chain[0].supersedes)
-            if prev is None:
-                break
-            chain.insert(0, prev)
-        flt = Filter(include_invalid=True)
-        while True:
-            newer = [
-                r
-                for r in self.store_backend.list(self.namespace, flt, limit=10_000)
-                if r.supersedes == chain[-1].id
-            ]
-            if not newer:
-                return chain
-            chain.append(newer[0])
+        chain = [r for r, archived in self.store_backend.chain(self.namespace, record.id)
+                 if not archived]
+        return chain or [record]
 
     def observe(self, role: str, content: str, session_id: str) -> str:
         """Hot-path ingestion (004): store one user or agent message as an episode, with fast

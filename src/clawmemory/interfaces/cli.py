@@ -161,18 +161,23 @@ def _globals(ctx: typer.Context) -> _Globals:
 
 
 @contextmanager
-def _open(ctx: typer.Context) -> Iterator[Memory]:
+def _open(ctx: typer.Context, *, create: bool = True) -> Iterator[Memory]:
+    """The memory the global options name. Commands that only read (or forget) pass
+    ``create=False``: they never create a store where there was none."""
     g = _globals(ctx)
-    with _open_memory(g.db, g.namespace, g.backend.value if g.backend else None) as mem:
+    backend = g.backend.value if g.backend else None
+    with _open_memory(g.db, g.namespace, backend, create=create) as mem:
         yield mem
 
 
 @contextmanager
-def _open_memory(db: Path | None, namespace: str | None, backend: str | None) -> Iterator[Memory]:
+def _open_memory(
+    db: Path | None, namespace: str | None, backend: str | None, *, create: bool = True
+) -> Iterator[Memory]:
     """Settings from the file and environment, with the command line on top (None = not given)."""
     settings = load_settings(db=db, namespace=namespace, backend=backend)
     _configure_logging(settings.log_level)
-    with Memory.open(settings=settings) as mem:
+    with Memory.open(settings=settings, create=create) as mem:
         yield mem
 
 
@@ -450,7 +455,7 @@ def forget_cmd(
     """
     if everything == (id_or_key is not None):
         raise InvalidInputError("give either the id or key of one memory, or --all")
-    with _open(ctx) as mem:
+    with _open(ctx, create=False) as mem:
         if id_or_key is not None:
             record = mem.forget(id_or_key)
             data: dict[str, Any] = {"deleted": 1, "id": record.id, "key": record.key}
@@ -540,7 +545,7 @@ def history_cmd(ctx: typer.Context, id_or_key: IdArg) -> None:
 
     Example: clawmem history hmac-rule
     """
-    with _open(ctx) as mem:
+    with _open(ctx, create=False) as mem:
         chain = mem.history(id_or_key)
     data = {"id": chain[-1].id, "chain": [r.to_dict() for r in chain]}
     _emit(ctx, data, _print(lambda: _records_table(chain)))
@@ -575,7 +580,7 @@ def recall_cmd(
 
     Example: clawmem recall "dark theme" --explain
     """
-    with _open(ctx) as mem:
+    with _open(ctx, create=False) as mem:
         hits: list[Hit] = mem.recall(query, limit=limit, kind=kind or None, tags=_tags(tag, tags),
                           session_id=session, metadata=_meta(meta),
                           include_invalid=include_invalid, mode=mode, depth=depth,
@@ -591,7 +596,7 @@ def get_cmd(ctx: typer.Context, id_or_key: IdArg) -> None:
 
     Example: clawmem get hmac-rule
     """
-    with _open(ctx) as mem:
+    with _open(ctx, create=False) as mem:
         record = mem.get(id_or_key)
     _emit(ctx, record.to_dict(), _print(lambda: _fields_table(record.to_dict())))
 
@@ -614,7 +619,7 @@ def list_cmd(
 
     Example: clawmem list --kind preference --tag ui --limit 10
     """
-    with _open(ctx) as mem:
+    with _open(ctx, create=False) as mem:
         records = mem.list(kind=kind or None, tags=_tags(tag, tags), session_id=session,
                            metadata=_meta(meta), include_invalid=include_invalid,
                            limit=limit, offset=offset, order=order)
@@ -633,7 +638,7 @@ def stats_cmd(ctx: typer.Context) -> None:
 
     Example: clawmem --db agent.db stats
     """
-    with _open(ctx) as mem:
+    with _open(ctx, create=False) as mem:
         stats = mem.stats()
     _emit(ctx, stats, _print(lambda: _fields_table(stats)))
 

@@ -129,7 +129,7 @@ def runs_cmd(
 
     Example: clawmem runs --job decay --limit 5
     """
-    with _open(ctx) as mem:
+    with _open(ctx, create=False) as mem:
         runs = mem.store_backend.runs(mem.namespace, limit, job=job)
     _emit(ctx, {"runs": [r.to_dict() for r in runs]},
           _render_runs(runs, "no maintenance runs recorded"))

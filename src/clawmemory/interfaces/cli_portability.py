@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from clawmemory.errors import InvalidInputError
+from clawmemory import private
+from clawmemory.errors import InvalidInputError, StorageError
 from clawmemory.interfaces.cli import _emit, _globals, _guarded, _line, _open, _read_source
 from clawmemory.portability import SOURCES, export_markdown, read_source
 
@@ -152,21 +153,22 @@ def export_cmd(
     if fmt is ExportFormat.MARKDOWN:
         if out is None:
             raise InvalidInputError("--format markdown needs --out FOLDER")
-        with _open(ctx) as mem, _progress_bar(_show_progress(ctx, progress)) as bar:
+        bar_wanted = _show_progress(ctx, progress)
+        with _open(ctx, create=False) as mem, _progress_bar(bar_wanted) as bar:
             count = export_markdown(mem, out, progress=bar)
         data = {"path": str(out), "format": fmt.value, "entries": count}
         _emit(ctx, data, _line(f"exported {count} memories to {out}/"))
         return
-    with _open(ctx) as mem:
+    with _open(ctx, create=False) as mem:
         text = mem.export_snapshot() + "\n"
         count = mem.count(include_invalid=True)
     if out is None or str(out) == "-":
         sys.stdout.write(text)  # the snapshot is already JSON: --json changes nothing here
         return
     try:
-        out.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise InvalidInputError(f"cannot write {out}: {exc.strerror or exc}") from exc
+        private.atomic_write(out, text.encode("utf-8"), parents=False)  # 0600: it is every memory
+    except StorageError as exc:
+        raise InvalidInputError(str(exc)) from exc
     data = {"path": str(out), "format": fmt.value, "entries": count}
     _emit(ctx, data, _line(f"exported {count} memories to {out}"))
 

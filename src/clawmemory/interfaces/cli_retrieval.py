@@ -109,7 +109,7 @@ def neighbors_cmd(
 
     Example: clawmem neighbors user-prefers-python
     """
-    with _open(ctx) as mem:
+    with _open(ctx, create=False) as mem:
         records = mem.neighbors(id_or_key, limit)
     _emit(ctx, [r.to_dict() for r in records], _print(lambda: _records_table(records)))
 
@@ -123,7 +123,7 @@ def entity_cmd(
 
     Example: clawmem entity Caroline
     """
-    with _open(ctx) as mem:
+    with _open(ctx, create=False) as mem:
         info = mem.entity_info(name, limit=limit)
     records = info.pop("memories")
     data = {**info, "memories": [r.to_dict() for r in records]}

@@ -14,15 +14,14 @@ whitespace is not kept).
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import tempfile
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from clawmemory import private
 from clawmemory.errors import ClawMemoryError, InvalidInputError, StorageError
 from clawmemory.model import Filter, MemoryRecord, kind_policy
 from clawmemory.portability._common import Progress, iso, tick
@@ -99,16 +98,10 @@ def _all_records(mem: Memory) -> list[MemoryRecord]:
 
 
 def _write_atomic(target: Path, text: str) -> None:
-    """Write via a temporary file and rename, so a reader (or a crash) never sees half a note."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".md", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-        Path(tmp).replace(target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write via a temporary file and rename, so a reader (or a crash) never sees half a note.
+    Private (0600 notes in 0700 folders): a note is the memory itself. No fsync: the database
+    is the source of truth and the mirror is rebuilt from it."""
+    private.atomic_write(target, text.encode("utf-8"), fsync=False)
 
 
 def export_markdown(mem: Memory, out_dir: str | Path, *, progress: Progress | None = None) -> int:

@@ -14,7 +14,21 @@ from typing import Any, Protocol, runtime_checkable
 
 from clawmemory.model import Filter, MemoryRecord
 
-__all__ = ["ORDERS", "OUTCOMES", "Link", "RankInfo", "RunRecord", "Store", "StoreStats", "TextHit"]
+__all__ = [
+    "ORDERS",
+    "OUTCOMES",
+    "Link",
+    "RankInfo",
+    "RunRecord",
+    "Store",
+    "StoreStats",
+    "TextHit",
+    "Version",
+    "connected_versions",
+    "order_versions",
+]
+
+Version = tuple[MemoryRecord, bool]  # a record and whether it is archived
 
 # list() orderings every backend supports.
 ORDERS = ("newest", "oldest", "score", "accessed")
@@ -132,11 +146,25 @@ class Store(Protocol):
         ...
 
     def delete(self, namespace: str, ids: Sequence[str]) -> int:
-        """Hard delete: the records and everything derived from them (index rows, links,
-        entity links, vectors). Returns how many records were removed."""
+        """Hard delete, live or archived: the records and everything derived from them (index
+        rows, links, entity links, vectors), gone from the backend's files too (no copy left in
+        free space or a log). Returns how many records (live and archived) were removed."""
         ...
 
-    def delete_namespace(self, namespace: str) -> int: ...
+    def delete_namespace(self, namespace: str) -> int:
+        """Remove the whole tenant (records, archive, links, entities, history, runs), gone from
+        the backend's files too. Returns how many live records were removed."""
+        ...
+
+    def find_archived(self, namespace: str, id_or_key: str) -> MemoryRecord | None:
+        """The archived record with this id, else the newest archived one with this key."""
+        ...
+
+    def chain(self, namespace: str, id_: str) -> builtins.list[tuple[MemoryRecord, bool]]:
+        """Every version of a memory: the records linked to ``id_`` through ``supersedes`` in
+        either direction (004 corrections), live, invalidated or archived, each with whether it
+        is archived; oldest first. Empty when ``id_`` is nowhere."""
+        ...
 
     def list(
         self, namespace: str, flt: Filter, *, limit: int, offset: int = 0, order: str = "newest"
@@ -234,3 +262,37 @@ class Store(Protocol):
     ) -> builtins.list[RunRecord]:
         """Recorded maintenance runs, newest first (only ``job``'s when given)."""
         ...
+
+
+def connected_versions(versions: Sequence[Version], id_: str) -> builtins.list[Version]:
+    """Of ``versions``, those linked to ``id_`` through ``supersedes`` (either direction),
+    oldest first: what ``Store.chain`` returns, for backends that hold every record in RAM."""
+    by_id = {v[0].id: v for v in versions}
+    newer: dict[str, builtins.list[str]] = {}
+    for r, _ in versions:
+        if r.supersedes:
+            newer.setdefault(r.supersedes, []).append(r.id)
+    found: dict[str, Version] = {}
+    frontier = [id_] if id_ in by_id else []
+    while frontier:
+        rid = frontier.pop()
+        if rid in found or rid not in by_id:
+            continue
+        found[rid] = by_id[rid]
+        older = by_id[rid][0].supersedes
+        frontier.extend([*newer.get(rid, []), *([older] if older else [])])
+    return order_versions(builtins.list(found.values()))
+
+
+def order_versions(versions: builtins.list[Version]) -> builtins.list[Version]:
+    """A correction chain in order: each record right after the one it supersedes."""
+    by_old = {r.supersedes: (r, a) for r, a in versions if r.supersedes}
+    ids = {r.id for r, _ in versions}
+    heads = [(r, a) for r, a in versions if r.supersedes not in ids]
+    out: builtins.list[Version] = []
+    for head in sorted(heads, key=lambda v: v[0].created_at):
+        step: Version | None = head
+        while step is not None and step not in out:
+            out.append(step)
+            step = by_old.get(step[0].id)
+    return out + [v for v in versions if v not in out]

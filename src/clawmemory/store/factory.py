@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import logging
 
-from clawmemory.config import Settings
-from clawmemory.errors import ConfigError
+from clawmemory import private
+from clawmemory.config import Settings, default_home
+from clawmemory.errors import ConfigError, NotFoundError
 from clawmemory.store.base import Store
 
 __all__ = ["BACKENDS", "open_store"]
@@ -15,8 +16,13 @@ log = logging.getLogger("clawmemory")
 BACKENDS = ("sqlite", "memory", "json", "none")
 
 
-def open_store(settings: Settings) -> Store:
+def open_store(settings: Settings, *, create: bool = True, read_only: bool = False) -> Store:
+    """The backend named in settings. ``create=False``: a store that does not exist yet is a
+    NotFoundError instead of a new, empty one. ``read_only``: nothing is written (SQLite opens
+    the file read-only; recall then leaves access counts as they are)."""
     name = str(settings.backend).lower()
+    if settings.db is None and name in ("sqlite", "json") and default_home().exists():
+        private.warn_if_shared(default_home())  # it holds every memory of this user
     r = settings.recall
     weights = (r.weight_key, r.weight_content, r.weight_tags, r.weight_source)
     try:
@@ -24,7 +30,8 @@ def open_store(settings: Settings) -> Store:
             from clawmemory.store.sqlite import SQLiteStore
 
             return SQLiteStore(settings.resolved_db(),
-                               busy_timeout_ms=settings.storage.busy_timeout_ms, weights=weights)
+                               busy_timeout_ms=settings.storage.busy_timeout_ms, weights=weights,
+                               create=create, read_only=read_only)
         if name == "memory":
             from clawmemory.store.memory import MemoryStore
 
@@ -32,7 +39,11 @@ def open_store(settings: Settings) -> Store:
         if name == "json":
             from clawmemory.store.jsonfile import JSONFileStore
 
-            return JSONFileStore(settings.resolved_db(), weights=weights)
+            path = settings.resolved_db()
+            if not create and not path.exists():
+                raise NotFoundError(f"no clawmemory store at {path} yet (nothing has been"
+                                    " stored there; `clawmem add` creates it)")
+            return JSONFileStore(path, weights=weights)
         if name == "none":
             from clawmemory.store.none import NoneStore
 

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import builtins
 import json
-import os
-import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from clawmemory import private
 from clawmemory.errors import StorageError
 from clawmemory.model import DEFAULT_NAMESPACE, MemoryRecord
 from clawmemory.snapshot import parse_snapshot
@@ -151,11 +150,15 @@ class JSONFileStore(MemoryStore):
 
     def delete(self, namespace: str, ids: Sequence[str]) -> int:
         with self._persisting():
-            for rid in ids:
-                r = self.get(namespace, rid)
-                if r is not None:
-                    self.embeddings.pop(r.key or r.id, None)
             return super().delete(namespace, ids)
+
+    def _delete_live(self, namespace: str, ids: Sequence[str]) -> int:
+        # Archived or deleted, a record leaves its embedding behind in neither case.
+        for rid in ids:
+            r = self.get(namespace, rid)
+            if r is not None:
+                self.embeddings.pop(r.key or r.id, None)
+        return super()._delete_live(namespace, ids)
 
     def delete_namespace(self, namespace: str) -> int:
         with self._persisting():
@@ -261,19 +264,4 @@ def _atomic_write(path: Path, text: str) -> None:
         data = text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise StorageError(f"cannot write {path}: text is not valid Unicode ({exc})") from exc
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as exc:
-        raise StorageError(f"cannot write {path}: {exc}") from exc
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        Path(tmp).replace(path)
-    except BaseException as exc:
-        Path(tmp).unlink(missing_ok=True)  # never leave a temp file behind, whatever failed
-        if isinstance(exc, OSError):
-            raise StorageError(f"cannot write {path}: {exc}") from exc
-        raise
+    private.atomic_write(path, data)

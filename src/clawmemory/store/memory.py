@@ -18,7 +18,15 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from clawmemory.model import Filter, MemoryRecord
-from clawmemory.store.base import Link, RankInfo, RunRecord, StoreStats, TextHit
+from clawmemory.store.base import (
+    Link,
+    RankInfo,
+    RunRecord,
+    StoreStats,
+    TextHit,
+    Version,
+    connected_versions,
+)
 
 __all__ = ["MemoryStore", "stem", "tokenize"]
 
@@ -179,6 +187,17 @@ class MemoryStore:
                 self._write(record)
 
     def delete(self, namespace: str, ids: Sequence[str]) -> int:
+        with self._lock:
+            removed = self._delete_live(namespace, ids)
+            arch = self._life.store  # never build an archive just to find nothing in it
+            if arch is not None:
+                gone = arch._delete_live(namespace, ids)
+                for rid in ids:
+                    self._life.archived_at.pop((namespace, rid), None)
+                removed += gone
+            return removed
+
+    def _delete_live(self, namespace: str, ids: Sequence[str]) -> int:
         with self._lock:
             ns = self._ns.get(namespace)
             if ns is None:
@@ -372,7 +391,7 @@ class MemoryStore:
                 arch.delete(namespace, [r.id])
                 arch._write(r)
                 self._life.archived_at[(namespace, r.id)] = at
-            return self.delete(namespace, [r.id for r in records])
+            return self._delete_live(namespace, [r.id for r in records])
 
     def archive_search(
         self, namespace: str, terms: Sequence[str], limit: int
@@ -399,6 +418,24 @@ class MemoryStore:
             arch.delete(namespace, [id_])
             self._life.archived_at.pop((namespace, id_), None)
             return record
+
+    def find_archived(self, namespace: str, id_or_key: str) -> MemoryRecord | None:
+        with self._lock:
+            arch = self._life.store
+            if arch is None:
+                return None
+            found = arch.get_many(namespace, [id_or_key])
+            if found:
+                return found[0]
+            keyed = [r for r in arch._ns[namespace].records.values() if r.key == id_or_key]
+            return max(keyed, key=lambda r: arch._ns[namespace].seq[r.id], default=None)
+
+    def chain(self, namespace: str, id_: str) -> builtins.list[Version]:
+        with self._lock:
+            versions = [(r, False) for r in self._ns[namespace].records.values()]
+            if self._life.store is not None:
+                versions += [(r, True) for r in self._life.store._ns[namespace].records.values()]
+        return connected_versions(versions, id_)
 
     def archived(self, namespace: str) -> builtins.list[tuple[MemoryRecord, float]]:
         """Every archived record of the namespace with its archive time (for persistence)."""

@@ -7,7 +7,7 @@ import builtins
 from collections.abc import Sequence
 
 from clawmemory.model import Filter, MemoryRecord
-from clawmemory.store.base import Link, RankInfo, RunRecord, StoreStats, TextHit
+from clawmemory.store.base import Link, RankInfo, RunRecord, StoreStats, TextHit, Version
 
 __all__ = ["NoneStore"]
 
@@ -44,6 +44,12 @@ class NoneStore:
 
     def delete_namespace(self, namespace: str) -> int:
         return 0
+
+    def find_archived(self, namespace: str, id_or_key: str) -> MemoryRecord | None:
+        return None
+
+    def chain(self, namespace: str, id_: str) -> builtins.list[Version]:
+        return []
 
     def list(
         self, namespace: str, flt: Filter, *, limit: int, offset: int = 0, order: str = "newest"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import logging
 import random
 import threading
 import time
@@ -20,11 +21,22 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
+from clawmemory import private
 from clawmemory.errors import ConfigError, SchemaError, StorageError
 from clawmemory.model import Filter, MemoryRecord, meta_equal
-from clawmemory.store.base import Link, RankInfo, RunRecord, StoreStats, TextHit
+from clawmemory.store.base import (
+    Link,
+    RankInfo,
+    RunRecord,
+    StoreStats,
+    TextHit,
+    Version,
+    order_versions,
+)
 
 __all__ = ["SQLiteStore"]
+
+log = logging.getLogger("clawmemory")
 
 T = TypeVar("T")
 
@@ -50,6 +62,8 @@ ORDER_SQL = {
     "accessed": "COALESCE(m.last_accessed, m.created_at) DESC",
 }
 MAX_BUSY_WAIT_S = 60.0
+INITIAL_MIGRATION = "001_initial.sql"  # how a clawmemory database recognises itself
+SECURE_DELETE_VERSION = 5  # the migration that turned on FTS5 secure-delete
 # Keyword query pruning (ADR 0006): a term matching more than this many rows, and more than
 # this share of the table, is left out of the query when rarer terms remain.
 COMMON_TERM_DOCS = 5000
@@ -186,7 +200,12 @@ class SQLiteStore:
         *,
         busy_timeout_ms: int = 5000,
         weights: tuple[float, float, float, float] = (2.0, 1.0, 1.5, 0.5),
+        create: bool = True,
+        read_only: bool = False,
     ) -> None:
+        """Open the store at ``path``. ``create=False``: a missing or empty file is an error
+        instead of a new store (read-only commands never create one). ``read_only``: open the
+        file for reading only; a file the OS will not let us write is opened that way too."""
         apsw = _apsw()
         self.path = Path(path)
         self._busy = (apsw.BusyError, apsw.LockedError)
@@ -194,28 +213,62 @@ class SQLiteStore:
         self._weights = weights
         self._lock = threading.RLock()
         self._depth = 0  # nesting of write() in the thread holding the lock
+        self._scrub = False  # a write transaction removed text: checkpoint after it commits
         self._term_counts: dict[str, tuple[int, int]] = {}  # term -> (capped count, table size)
         self.vec_available = False
-        if str(path) != ":memory:":
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+        in_memory = str(path) == ":memory:"
+        if not in_memory:
+            private.prepare_database_file(self.path, create=create and not read_only)
+        flags = apsw.SQLITE_OPEN_READONLY if read_only else (
+            apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
         try:
-            self.conn = apsw.Connection(str(path))
+            self.conn = apsw.Connection(str(path), flags=flags)
         except apsw.Error as exc:
             raise StorageError(f"cannot open database {path}: {exc}") from exc
         self.conn.setbusytimeout(busy_timeout_ms)
-        self._retry(self._configure)
-        self._retry(self._migrate)
+        try:
+            # Before anything is written: a file that is not a clawmemory store stays untouched.
+            self._retry(self._check_ownership)
+            self.read_only = bool(self.conn.readonly("main"))
+            self._retry(self._configure)
+            self._retry(self._migrate)
+        except BaseException:
+            self.conn.close()
+            raise
 
     # --- connection set-up ---------------------------------------------------------------------
+    def _check_ownership(self) -> None:
+        """Refuse a file that holds another program's tables, or is not SQLite at all, before
+        anything (the WAL switch included) has been written to it."""
+        try:
+            names = {str(r[0]) for r in self.conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        except (_apsw().NotADBError, _apsw().CorruptError) as exc:
+            raise StorageError(f"{self.path} is not a SQLite database ({exc}); refusing to"
+                               " touch it. Give a new file with --db / CLAWMEM_DB.") from exc
+        if not names:
+            return  # empty: a new store
+        theirs = sorted(n for n in names if not n.startswith("sqlite_"))
+        if "schema_version" not in names or not self.conn.execute(
+                "SELECT 1 FROM schema_version WHERE version = 1 AND description = ?",
+                (INITIAL_MIGRATION,)).fetchall():
+            shown = ", ".join(theirs[:5]) + (", ..." if len(theirs) > 5 else "")
+            raise StorageError(
+                f"{self.path} is not a clawmemory database (it holds the tables {shown});"
+                " refusing to change it. Give a new file with --db / CLAWMEM_DB.")
+
     def _configure(self) -> None:
         c = self.conn
-        if str(self.path) != ":memory:":
+        if str(self.path) != ":memory:" and not self.read_only:
             mode = c.execute("PRAGMA journal_mode=WAL").fetchall()[0][0]
             if str(mode).lower() != "wal":
                 raise StorageError(f"could not switch {self.path} to WAL (got {mode})")
         c.execute("PRAGMA synchronous=NORMAL")
         c.execute("PRAGMA temp_store=MEMORY")
         c.execute("PRAGMA foreign_keys=ON")
+        # Forget means gone from the bytes: freed pages and cells are zeroed, not left in the
+        # file's free space (FTS5 gets its own 'secure-delete' option in migration 005).
+        c.execute("PRAGMA secure_delete=ON")
         # SQLite's lower() folds ASCII only; the substring fallback needs Python's Unicode one.
         c.create_scalar_function("clawmem_lower", _lower, 1, deterministic=True)
         c.create_scalar_function("clawmem_meta_eq", _meta_eq, 2, deterministic=True)
@@ -230,27 +283,57 @@ class SQLiteStore:
             self.vec_available = False
 
     def _migrate(self) -> None:
+        known = _migrations()
+        if self.read_only:
+            have = self._version() if self._has_table("schema_version") else 0
+            if have != known[-1][0]:
+                raise SchemaError(
+                    f"{self.path} is opened read-only but has schema version {have}; this"
+                    f" clawmemory needs {known[-1][0]}. Open it once with write access to"
+                    " upgrade it (or upgrade clawmemory).")
+            return
         with self.write():
             c = self.conn
             c.execute(
                 "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY,"
                 " applied_at REAL NOT NULL, description TEXT NOT NULL)"
             )
-            current = c.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchall()
-            have = int(current[0][0])
-            known = _migrations()
-            if have > len(known):
+            have = self._version()
+            if have > known[-1][0]:
                 raise SchemaError(
                     f"{self.path} has schema version {have}; this clawmemory knows up to"
-                    f" {len(known)}. Upgrade clawmemory."
+                    f" {known[-1][0]}. Upgrade clawmemory."
                 )
-            for version, (name, sql) in enumerate(known, start=1):
+            for version, name, sql in known:
                 if version <= have:
                     continue
                 c.execute(sql)
                 c.execute(
                     "INSERT INTO schema_version VALUES (?, ?, ?)", (version, time.time(), name)
                 )
+            if 0 < have < SECURE_DELETE_VERSION:
+                # Text forgotten before secure delete existed may sit in free pages.
+                c.execute("INSERT OR REPLACE INTO meta VALUES ('needs_vacuum', '1')")
+        self._vacuum_if_needed()
+
+    def _version(self) -> int:
+        rows = self.conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version")
+        return int(rows.fetchall()[0][0])
+
+    def _vacuum_if_needed(self) -> None:
+        """Once, after an upgrade to secure delete: rewrite the file so free pages that held
+        text forgotten under older versions are gone. Another process holding the file makes
+        VACUUM fail; the flag stays and the next open tries again."""
+        if str(self.path) == ":memory:" or not self.conn.execute(
+                "SELECT 1 FROM meta WHERE key = 'needs_vacuum'").fetchall():
+            return
+        try:
+            with self._lock:
+                self.conn.execute("VACUUM")
+                self.conn.execute("DELETE FROM meta WHERE key = 'needs_vacuum'")
+                self._checkpoint()
+        except self._error as exc:
+            log.info("could not scrub %s after its upgrade yet (%s); will retry", self.path, exc)
 
     def schema_version(self) -> int:
         return int(self._query("SELECT MAX(version) FROM schema_version")[0][0])
@@ -303,8 +386,28 @@ class SQLiteStore:
                 raise
             else:
                 self._retry(lambda: self.conn.execute("COMMIT"))
+                if self._scrub:
+                    self._checkpoint()
             finally:
                 self._depth = 0
+                self._scrub = False
+
+    def _checkpoint(self) -> None:
+        """Copy the WAL into the database file and truncate it to zero bytes: after a forget,
+        the only copies of the forgotten rows left were older page versions in the WAL. A
+        reader in another process can hold the WAL open; SQLite then waits (busy timeout) and
+        the WAL is scrubbed by a later checkpoint if it still cannot."""
+        if str(self.path) == ":memory:" or self.read_only:
+            return
+        try:
+            busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()[0][0]
+        except self._error as exc:
+            busy, reason = 1, str(exc)
+        else:
+            reason = "another process is reading it"
+        if busy:
+            log.warning("forgotten rows of %s are still in its write-ahead log (%s); they go at"
+                        " its next checkpoint", self.path, reason)
 
     def _rollback(self) -> None:
         if self.conn.in_transaction:
@@ -409,13 +512,20 @@ class SQLiteStore:
         return int(self.conn.changes())
 
     def delete(self, namespace: str, ids: Sequence[str]) -> int:
-        if not ids:
-            return 0
+        removed = 0
         with self.write():
-            owned = [r[0] for r in self.conn.execute(
-                f"SELECT id FROM memories WHERE namespace = ? AND id IN"
-                f" ({', '.join('?' * len(ids))})", (namespace, *ids))]
-            return self._delete_ids(namespace, owned) if owned else 0
+            for part in _chunks(list(dict.fromkeys(ids)), 500):
+                marks = ", ".join("?" * len(part))
+                owned = [r[0] for r in self.conn.execute(
+                    f"SELECT id FROM memories WHERE namespace = ? AND id IN ({marks})",
+                    (namespace, *part))]
+                if owned:
+                    removed += self._delete_ids(namespace, owned)
+                self.conn.execute(f"DELETE FROM memories_archive WHERE namespace = ? AND id IN"
+                                  f" ({marks})", (namespace, *part))
+                removed += int(self.conn.changes())
+            self._scrub = self._scrub or removed > 0
+        return removed
 
     def delete_namespace(self, namespace: str) -> int:
         with self.write():
@@ -429,10 +539,36 @@ class SQLiteStore:
             for table in ("links", "memory_entities", "entities", "messages", "summaries",
                           "sessions", "memories_archive", "maintenance_runs", "vec_log"):
                 c.execute(f"DELETE FROM {table} WHERE namespace = ?", (namespace,))
-            # Rebuild the FTS indexes so no segment keeps a copy of forgotten tokens.
-            c.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
-            c.execute("INSERT INTO memories_archive_fts(memories_archive_fts) VALUES ('optimize')")
+            self._scrub = True
             return removed
+
+    def find_archived(self, namespace: str, id_or_key: str) -> MemoryRecord | None:
+        rows = self._query(
+            "SELECT record FROM memories_archive WHERE namespace = ? AND (id = ? OR key = ?)"
+            " ORDER BY id = ? DESC, seq DESC LIMIT 1", (namespace, id_or_key, id_or_key,
+                                                        id_or_key))
+        return MemoryRecord.from_dict(json.loads(rows[0][0])) if rows else None
+
+    def chain(self, namespace: str, id_: str) -> builtins.list[Version]:
+        found: dict[str, Version] = {}
+        asked: set[str] = set()
+        frontier = [id_]
+        while frontier:
+            marks = ", ".join("?" * len(frontier))
+            live = self._records(
+                f"SELECT {SELECT} FROM memories m WHERE m.namespace = ? AND (m.id IN ({marks})"
+                f" OR m.supersedes IN ({marks}))", (namespace, *frontier, *frontier))
+            archived = [MemoryRecord.from_dict(json.loads(r[0])) for r in self._query(
+                f"SELECT record FROM memories_archive WHERE namespace = ? AND (id IN ({marks})"
+                f" OR record ->> '$.supersedes' IN ({marks}))", (namespace, *frontier,
+                                                                  *frontier))]
+            asked.update(frontier)
+            for r, in_archive in [(r, False) for r in live] + [(r, True) for r in archived]:
+                found.setdefault(r.id, (r, in_archive))
+            # Next: what supersedes the records just found, and what they supersede.
+            ends = {i for r, _ in found.values() for i in (r.id, r.supersedes) if i}
+            frontier = sorted(ends - asked)[:500]
+        return order_versions(builtins.list(found.values()))
 
     def vacuum(self) -> None:
         with self._lock:
@@ -454,8 +590,8 @@ class SQLiteStore:
         return int(self._query(f"SELECT COUNT(*) FROM memories m WHERE {where}", args)[0][0])
 
     def touch(self, namespace: str, ids: Sequence[str], now: float) -> None:
-        if not ids:
-            return
+        if not ids or self.read_only:
+            return  # a read-only file can be recalled from; its access counts stay as they are
         with self.write():
             self.conn.execute(
                 "UPDATE memories SET last_accessed = ?, access_count = access_count + 1"
@@ -749,7 +885,9 @@ class SQLiteStore:
                 for i, ns, j, s, f, o, cnt, m in rows]
 
 
-def _migrations() -> builtins.list[tuple[str, str]]:
+def _migrations() -> builtins.list[tuple[int, str, str]]:
+    """(version, file name, SQL) of each migration; the version is the file's number."""
     pkg = resources.files("clawmemory.store") / "migrations"
     files = sorted((p for p in pkg.iterdir() if p.name.endswith(".sql")), key=lambda p: p.name)
-    return [(p.name, p.read_text(encoding="utf-8")) for p in files]
+    return [(int(p.name.split("_", 1)[0]), p.name, p.read_text(encoding="utf-8"))
+            for p in files]

@@ -50,6 +50,9 @@ class SQLiteVectors:
     def bind(self, model: str, dimension: int) -> str | None:
         have_dim, have_model = self._meta("embedding_dimension"), self._meta("embedding_model")
         if have_dim is None:
+            if self.store.read_only:
+                return (f"vector search unavailable: {self.store.path} is open read-only and"
+                        " holds no vectors yet; keyword and entity recall still work")
             self._create(model, dimension)
             return None
         if int(have_dim) != dimension or (have_model and have_model != model):

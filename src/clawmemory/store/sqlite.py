@@ -506,8 +506,8 @@ class SQLiteStore:
         c = self.conn
         marks = ", ".join("?" * len(ids))
         self._drop_vectors_and_entities(ns, ids)
-        c.execute(f"DELETE FROM links WHERE namespace = ? AND (a_id IN ({marks}) OR b_id IN"
-                  f" ({marks}))", (ns, *ids, *ids))
+        for end in ("a_id", "b_id"):  # one indexed delete per end; OR would scan the namespace
+            c.execute(f"DELETE FROM links WHERE namespace = ? AND {end} IN ({marks})", (ns, *ids))
         c.execute(f"DELETE FROM memories WHERE namespace = ? AND id IN ({marks})", (ns, *ids))
         return int(self.conn.changes())
 
@@ -555,9 +555,11 @@ class SQLiteStore:
         frontier = [id_]
         while frontier:
             marks = ", ".join("?" * len(frontier))
+            # Two indexed lookups; one query with OR would scan the namespace.
             live = self._records(
-                f"SELECT {SELECT} FROM memories m WHERE m.namespace = ? AND (m.id IN ({marks})"
-                f" OR m.supersedes IN ({marks}))", (namespace, *frontier, *frontier))
+                f"SELECT {SELECT} FROM memories m WHERE m.namespace = ? AND m.id IN ({marks})"
+                f" UNION ALL SELECT {SELECT} FROM memories m WHERE m.namespace = ? AND"
+                f" m.supersedes IN ({marks})", (namespace, *frontier, namespace, *frontier))
             archived = [MemoryRecord.from_dict(json.loads(r[0])) for r in self._query(
                 f"SELECT record FROM memories_archive WHERE namespace = ? AND (id IN ({marks})"
                 f" OR record ->> '$.supersedes' IN ({marks}))", (namespace, *frontier,
@@ -725,10 +727,12 @@ class SQLiteStore:
         if not ids:
             return out
         marks = ", ".join("?" * len(ids))
+        # A UNION of two indexed lookups: with OR, SQLite scans every link of the namespace.
         rows = self._query(
-            f"SELECT a_id, b_id, strength, origin FROM links WHERE namespace = ? AND"
-            f" (a_id IN ({marks}) OR b_id IN ({marks})) ORDER BY strength DESC",
-            (namespace, *ids, *ids),
+            f"SELECT a_id, b_id, strength, origin FROM links WHERE namespace = ? AND a_id IN"
+            f" ({marks}) UNION SELECT a_id, b_id, strength, origin FROM links WHERE namespace = ?"
+            f" AND b_id IN ({marks}) ORDER BY strength DESC",
+            (namespace, *ids, namespace, *ids),
         )
         for a, b, strength, origin in rows:
             if a in out:

@@ -58,11 +58,13 @@ def _kill_writer_at_random(db: Path, worker: int, rng: random.Random) -> dict[st
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert child.stdout is not None
     assert child.stdout.readline().strip() == "ready", child.stderr.read() if child.stderr else ""
-    time.sleep(rng.uniform(0.05, 0.6))
+    # Let it acknowledge some writes (however slow the machine is), then kill it mid-flight.
+    lines = [child.stdout.readline() for _ in range(rng.randint(3, 30))]
+    time.sleep(rng.uniform(0.0, 0.05))
     child.send_signal(signal.SIGKILL)
     out, _ = child.communicate(timeout=60)
     seen: dict[str, set[str]] = {"stored": set(), "invalid": set(), "forgot": set()}
-    for line in out.splitlines():
+    for line in [*lines, *out.splitlines()]:
         if not line.startswith("{"):
             continue
         try:

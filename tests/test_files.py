@@ -24,7 +24,7 @@ import pytest
 
 from clawmemory import Memory, NotFoundError, Settings, StorageError
 from clawmemory.config import EmbedderSettings, StorageSettings
-from clawmemory.store.sqlite import SQLiteStore
+from clawmemory.store.sqlite import SECURE_DELETE_VERSION, SQLiteStore, _migrations
 from conftest import Clock
 
 CLAWMEM = Path(sys.executable).parent / "clawmem"
@@ -199,13 +199,14 @@ def test_a_store_from_before_secure_delete_is_scrubbed_once_on_upgrade(tmp_path:
     """A database written by an older clawmemory may hold text it forgot in free pages and
     FTS segments. Opening it with this version removes those copies."""
     db = tmp_path / "old.db"
-    SQLiteStore(db).close()
-    conn = apsw.Connection(str(db))  # make it what an older version left behind
-    conn.execute("PRAGMA secure_delete=OFF")
-    for fts in ("memories_fts", "memories_archive_fts"):
-        conn.execute(f"INSERT INTO {fts}({fts}, rank) VALUES ('secure-delete', 0)")
-    conn.execute("DROP INDEX memories_ns_supersedes")
-    conn.execute("DELETE FROM schema_version WHERE version >= 5")
+    conn = apsw.Connection(str(db))  # the schema as the last version before secure delete left it
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at REAL NOT"
+                 " NULL, description TEXT NOT NULL)")
+    for version, name, sql in _migrations():
+        if version < SECURE_DELETE_VERSION:
+            conn.execute(sql)
+            conn.execute("INSERT INTO schema_version VALUES (?, 0, ?)", (version, name))
     conn.execute("INSERT INTO memories (id, namespace, kind, content, created_at, updated_at)"
                  " VALUES ('m1', 'default', 'fact', 'the Frobnicator password is hunter2', 0, 0)")
     conn.execute("DELETE FROM memories WHERE id = 'm1'")

@@ -22,6 +22,9 @@ import pytest
 
 from clawmemory import Memory, NotFoundError, Settings
 from clawmemory.config import EmbedderSettings, LifecycleSettings, StorageSettings
+from clawmemory.history import History
+from clawmemory.ingest import register_session
+from clawmemory.llm.base import Message
 from clawmemory.maintenance import run_job
 from clawmemory.store.sqlite import SQLiteStore
 from conftest import DAY, Clock
@@ -101,13 +104,11 @@ def fill_tenant(mem: Memory, secrets: Sequence[str], clock: Clock) -> list[str]:
                                  f"failed on {first}")
     store = mem.store_backend
     assert isinstance(store, SQLiteStore)
-    with store.write():  # the history tables have no API yet: write their rows directly
-        store.conn.execute("INSERT INTO messages VALUES (?, ?, 1, 'user', ?, NULL, '{}', ?)",
-                           (mem.namespace, f"s-{third}", f"I am {first}", clock.now))
-        store.conn.execute("INSERT INTO summaries VALUES (?, ?, ?, ?)",
-                           (mem.namespace, f"s-{third}", f"talked with {second}", clock.now))
-        store.conn.execute("INSERT INTO sessions VALUES (?, ?, ?, NULL)",
-                           (mem.namespace, f"s-{third}", clock.now))
+    with History(mem) as history:  # history messages, a summary, the session ledger
+        conv = history.conversation(f"chat:{third}:", session_id=f"s-{third}")
+        conv.append(Message("user", f"I am {first}"))
+        history.store.set_summary(conv.key, f"talked with {second}", covers=1)
+    assert register_session(mem, f"s-{third}")
     return ids
 
 

@@ -10,7 +10,7 @@ import logging
 import math
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +50,21 @@ class Components:
         self._ner: Any = None
         self._entities_tried = False
         self._mirrors: dict[str, Any] = {}
+        self._forget_hooks: list[Callable[[str], None]] = []
+
+    # --- state kept above the store ------------------------------------------------------------
+    def on_forget_namespace(self, hook: Callable[[str], None]) -> None:
+        """Have ``forget_namespace`` call ``hook(namespace)``: for what a layer above the engine
+        keeps per namespace outside the store (in-process history and session ledgers)."""
+        with self._lock:
+            if hook not in self._forget_hooks:
+                self._forget_hooks.append(hook)
+
+    def forget_namespace_state(self, namespace: str) -> None:
+        with self._lock:
+            hooks = list(self._forget_hooks)
+        for hook in hooks:
+            hook(namespace)
 
     # --- embeddings ----------------------------------------------------------------------------
     @property

@@ -28,6 +28,7 @@ __all__ = [
     "Backend",
     "EmbedderSettings",
     "EntitySettings",
+    "HistorySettings",
     "MaintenanceSettings",
     "RecallSettings",
     "Settings",
@@ -152,6 +153,22 @@ class ContextSettings(BaseModel):
     sandbox_facts: int = Field(default=5, ge=1)  # 004 get_context: hybrid_search(prompt, limit=5)
 
 
+class HistorySettings(BaseModel):
+    """Conversation history, compaction and sessions (``clawmemory.history``, docs/history.md)."""
+
+    max_history_len: int = Field(default=100, ge=1)  # 001 MaxHistoryLen: the in-RAM window
+    max_history_messages: int = Field(default=50, ge=1)  # 000: compact above this many
+    token_limit: int = Field(default=128_000, ge=1)  # 000: the model's context window
+    compact_threshold: float = Field(default=0.75, gt=0, le=1)  # 000: of token_limit
+    min_messages: int = Field(default=12, ge=0)  # 000: never compact this many or fewer
+    keep_recent: int = Field(default=10, ge=1)  # 000: the last N kept verbatim
+    emergency_retain: int = Field(default=4, ge=1)  # 001 EmergencyRetain (001 gives no number)
+    session_idle_s: float = Field(default=3600.0, gt=0)  # 000 evict_idle: one hour
+    hygiene_on_compact: bool = True  # 000 compaction step 5: hygiene purge afterwards
+    summary_memory: bool = True  # 003: an LLM compaction summary is also stored as a memory
+    write_queue_max: int = Field(default=10_000, ge=1)  # write-behind queue bound (001 8b/13b)
+
+
 class Settings(BaseSettings):
     """All settings. Construct with keyword arguments to override anything in code."""
 
@@ -174,6 +191,7 @@ class Settings(BaseSettings):
     maintenance: MaintenanceSettings = Field(default_factory=MaintenanceSettings)
     consolidation: ConsolidationSettings = Field(default_factory=ConsolidationSettings)
     context: ContextSettings = Field(default_factory=ContextSettings)
+    history: HistorySettings = Field(default_factory=HistorySettings)
 
     @classmethod
     def settings_customise_sources(

@@ -405,6 +405,7 @@ class Memory(PortabilityMixin):
     def forget_namespace(self) -> int:
         """Remove this whole tenant: records, links, entities, history, archive."""
         removed = self.store_backend.delete_namespace(self.namespace)
+        self.components.forget_namespace_state(self.namespace)
         mirror = self.components.mirror(self.namespace)
         if mirror is not None:
             mirror.sync([])

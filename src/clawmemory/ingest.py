@@ -132,6 +132,12 @@ class _ProcessLedger:
             entry = self.sessions.get((namespace, session_id))
             return entry.consolidated_at if entry else None
 
+    def drop(self, namespace: str) -> None:
+        """Forget the namespace's sessions (``Memory.forget_namespace``)."""
+        with self.lock:
+            for key in [k for k in self.sessions if k[0] == namespace]:
+                del self.sessions[key]
+
 
 _PROCESS_LEDGERS: weakref.WeakKeyDictionary[Store, _ProcessLedger] = weakref.WeakKeyDictionary()
 _LEDGERS_LOCK = threading.Lock()
@@ -148,7 +154,8 @@ def session_ledger(mem: Memory) -> SessionLedger:
         ledger = _PROCESS_LEDGERS.get(store)
         if ledger is None:
             ledger = _PROCESS_LEDGERS[store] = _ProcessLedger()
-        return ledger
+    mem.components.on_forget_namespace(ledger.drop)
+    return ledger
 
 
 def _session(session_id: object) -> str:

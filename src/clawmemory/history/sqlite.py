@@ -1,0 +1,110 @@
+"""The history store on the SQLite backend's ``messages`` and ``summaries`` tables (migrations
+001 and 006), sharing the store's connection, lock and ``BEGIN IMMEDIATE`` transactions."""
+
+from __future__ import annotations
+
+import builtins
+import json
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from clawmemory.history.base import decode_tool_calls, encode_tool_calls
+from clawmemory.llm.base import Message, Role
+
+if TYPE_CHECKING:
+    from clawmemory.store.sqlite import SQLiteStore
+
+__all__ = ["SQLiteHistoryStore"]
+
+_COLUMNS = "role, content, tool_calls, tool_call_id, name, metadata"
+
+
+def _message(row: Sequence[Any]) -> Message:
+    role, content, tool_calls, tool_call_id, name, metadata = row
+    r: Role = role
+    return Message(r, content, tool_calls=decode_tool_calls(tool_calls),
+                   tool_call_id=tool_call_id, name=name, metadata=json.loads(metadata))
+
+
+class SQLiteHistoryStore:
+    """One namespace's history in a ``SQLiteStore``. Errors are the store's ``StorageError``."""
+
+    def __init__(
+        self, store: SQLiteStore, namespace: str, *, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.store = store
+        self.namespace = namespace
+        self.clock = clock
+
+    def append(self, key: str, message: Message) -> int:
+        values = (
+            message.role, message.content, encode_tool_calls(message.tool_calls),
+            message.tool_call_id, message.name,
+            json.dumps(dict(message.metadata), ensure_ascii=False, sort_keys=True), self.clock(),
+        )
+        with self.store.write():  # the position is read and taken in one transaction
+            c = self.store.conn
+            seq = int(c.execute(
+                "SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE namespace = ? AND"
+                " session_id = ?", (self.namespace, key)).fetchall()[0][0])
+            c.execute(
+                f"INSERT INTO messages (namespace, session_id, seq, {_COLUMNS}, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", (self.namespace, key, seq, *values))
+        return seq
+
+    def recent(self, key: str, n: int) -> builtins.list[Message]:
+        if n <= 0:
+            return []
+        rows = self.store._query(
+            f"SELECT {_COLUMNS} FROM messages WHERE namespace = ? AND session_id = ?"
+            " ORDER BY seq DESC LIMIT ?", (self.namespace, key, n))
+        return [_message(r) for r in reversed(rows)]
+
+    def all(self, key: str) -> builtins.list[Message]:
+        rows = self.store._query(
+            f"SELECT {_COLUMNS} FROM messages WHERE namespace = ? AND session_id = ?"
+            " ORDER BY seq", (self.namespace, key))
+        return [_message(r) for r in rows]
+
+    def set_summary(self, key: str, summary: str, *, covers: int = 0) -> None:
+        with self.store.write():
+            self.store.conn.execute(
+                "INSERT INTO summaries (namespace, session_id, summary, updated_at, covers)"
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (namespace, session_id) DO UPDATE SET"
+                " summary = excluded.summary, updated_at = excluded.updated_at,"
+                " covers = excluded.covers", (self.namespace, key, summary, self.clock(), covers))
+
+    def _summary_row(self, key: str) -> tuple[str, int] | None:
+        rows = self.store._query(
+            "SELECT summary, covers FROM summaries WHERE namespace = ? AND session_id = ?",
+            (self.namespace, key))
+        return (str(rows[0][0]), int(rows[0][1])) if rows else None
+
+    def summary(self, key: str) -> str:
+        row = self._summary_row(key)
+        return row[0] if row else ""
+
+    def covered(self, key: str) -> int:
+        row = self._summary_row(key)
+        return row[1] if row else 0
+
+    def purge(self, key: str) -> None:
+        with self.store.write():
+            c = self.store.conn
+            for table in ("messages", "summaries"):
+                c.execute(f"DELETE FROM {table} WHERE namespace = ? AND session_id = ?",
+                          (self.namespace, key))
+
+    def len(self, key: str) -> int:
+        rows = self.store._query(
+            "SELECT COUNT(*) FROM messages WHERE namespace = ? AND session_id = ?",
+            (self.namespace, key))
+        return int(rows[0][0])
+
+    def keys(self) -> builtins.list[str]:
+        rows = self.store._query(
+            "SELECT session_id FROM messages WHERE namespace = ? UNION"
+            " SELECT session_id FROM summaries WHERE namespace = ? ORDER BY 1",
+            (self.namespace, self.namespace))
+        return [str(r[0]) for r in rows]

@@ -133,7 +133,7 @@ def test_broken_tool_arguments_are_an_error_naming_the_tool(
     openai_server.script([tool_call("memory_store", '{"content": "tea'),
                           tool_call("memory_store", 'Sure: {"content": "tea"} ok')])
     llm = openai_server.llm()
-    with pytest.raises(LLMError, match="arguments of tool memory_store"):
+    with pytest.raises(LLMError, match="argument string of tool memory_store holds no JSON object"):
         llm.chat(ASK, tools=TOOLS)
     # lenient like every JSON answer: prose around a complete object is tolerated
     assert llm.chat(ASK, tools=TOOLS).tool_calls[0].arguments == {"content": "tea"}
@@ -224,6 +224,12 @@ def test_a_malformed_body_is_an_error_never_an_empty_answer(
     with pytest.raises(LLMError, match=expected.replace("[", r"\[").replace("{", r"\{")):
         llm_server.llm().chat(ASK)
     assert len(llm_server.requests) == 1
+
+
+def test_openai_content_parts_and_missing_usage(openai_server: ScriptedLLMServer) -> None:
+    openai_server.script([raw('{"choices": [{"message": {"content": [{"type": "text", '
+                              '"text": "a"}, {"type": "text", "text": "b"}]}}]}')])
+    assert openai_server.llm().chat(ASK) == Completion("ab", (), Usage(0, 0), MODEL, "")
 
 
 def test_a_wrong_base_url_names_the_status(openai_server: ScriptedLLMServer) -> None:

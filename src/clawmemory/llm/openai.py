@@ -120,7 +120,7 @@ def decode_answer(payload: Any, model: str, where: str) -> Completion:
         raise LLMError(f"{where} answered without choices[0].message")
     calls = tuple(_tool_call(c, i, where) for i, c in enumerate(message.get("tool_calls") or ()))
     return Completion(
-        text=str(message.get("content") or ""),
+        text=_text(message.get("content")),
         tool_calls=calls,
         usage=Usage(token_counts(payload, "prompt_tokens"),
                     token_counts(payload, "completion_tokens")),
@@ -129,17 +129,24 @@ def decode_answer(payload: Any, model: str, where: str) -> Completion:
     )
 
 
+def _text(content: Any) -> str:
+    """``content`` is a string, null (tool calls only) or, from some servers, a list of parts."""
+    if isinstance(content, list):
+        return "".join(str(p.get("text") or "") for p in content if isinstance(p, dict))
+    return str(content or "")
+
+
 def _tool_call(raw: Any, index: int, where: str) -> ToolCall:
     function = raw.get("function") if isinstance(raw, dict) else None
-    name = function.get("name") if isinstance(function, dict) else None
-    if not isinstance(name, str) or not name:
+    if not isinstance(function, dict) or not isinstance(function.get("name"), str) \
+            or not function["name"]:
         raise LLMError(f"{where} answered with a tool call without a function name")
-    arguments = function.get("arguments") if isinstance(function, dict) else None
-    if isinstance(arguments, str):  # the wire format; some servers send an object instead
-        arguments = extract_json(arguments, expect=dict, what=f"arguments of tool {name}") \
-            if arguments.strip() else {}
-    if not isinstance(arguments, dict):
-        arguments = {} if arguments is None else arguments
+    name, arguments = function["name"], function.get("arguments")
+    if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
+        arguments = {}
+    elif isinstance(arguments, str):  # the wire format; some servers send an object instead
+        arguments = extract_json(arguments, expect=dict,
+                                 what=f"{where}: the argument string of tool {name}")
     if not isinstance(arguments, dict):
         raise LLMError(f"{where}: the arguments of tool {name} are not a JSON object")
     call_id = raw.get("id") or f"call_{index}"  # llama.cpp and others may leave it out

@@ -92,8 +92,8 @@ class JSONTransport:
             raise LLMError(f"{self.where} timed out after {self.timeout_s:g} s "
                            f"({type(exc).__name__})") from exc
         except httpx.HTTPError as exc:  # the connection broke mid-answer: not retried
-            raise LLMError(f"{self.where} failed: {self._scrub(str(exc)) or type(exc).__name__}"
-                           ) from exc
+            detail = self._scrub(_one_line(str(exc))) or type(exc).__name__
+            raise LLMError(f"{self.where} failed: {detail}") from exc
 
     def _wait(self, response: httpx.Response | httpx.TransportError, attempt: int) -> float:
         asked = None if isinstance(response, Exception) else _retry_after(response.headers)
@@ -110,7 +110,7 @@ class JSONTransport:
         tries = f" after {attempt} attempts" if attempt > 1 else ""
         if isinstance(response, Exception):
             raise LLMError(f"{self.where} is unreachable{tries}: "
-                           f"{self._scrub(str(response)) or type(response).__name__}"
+                           f"{self._scrub(_one_line(str(response))) or type(response).__name__}"
                            ) from response
         if response.status_code >= 400:
             raise LLMError(f"{self.where} answered HTTP {response.status_code}{tries}"

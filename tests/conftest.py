@@ -19,6 +19,9 @@ import pytest
 from clawmemory import Memory, Settings
 from clawmemory.store.base import Store
 
+# The scripted LLM servers (tests/llm_servers.py), as fixtures for every test module.
+from llm_servers import anthropic_server, llm_server, openai_server  # noqa: F401
+
 # 2023-11-14T22:13:20Z: a fixed, realistic "now", so times in assertions are exact.
 START = 1_700_000_000.0
 DAY = 86_400.0

@@ -1,6 +1,7 @@
 """Entities (004): NER providers on realistic text, span-overlap merging, and one entity-index
 contract run against the SQLite index (a real file, memories written through SQLiteStore) and
-the in-memory index. The only scripted part is the LLM callable."""
+the in-memory index. The only scripted part is the LLM: a scripted OpenAI-compatible server
+over real HTTP (tests/llm_servers.py)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,10 @@ from clawmemory.entities.memory import MemoryEntityIndex
 from clawmemory.entities.names import NamesProvider
 from clawmemory.entities.regex import RegexProvider
 from clawmemory.errors import ConfigError, LLMError
+from clawmemory.llm.prompts import NER_USER
 from clawmemory.model import MemoryRecord
+from llm_servers import ScriptedLLMServer, slow
+from llm_servers import text as answer
 
 START = 1_700_000_000.0
 T = EntityType
@@ -148,14 +152,16 @@ def test_spacy_missing_is_a_config_error_with_install_hint(
     assert spacy_provider.spacy_available() is False
 
 
-def test_accurate_without_spacy_or_llm_equals_fast(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_accurate_without_spacy_or_llm_equals_fast(
+    monkeypatch: pytest.MonkeyPatch, openai_server: ScriptedLLMServer
+) -> None:
     from clawmemory.entities import spacy_provider
 
     monkeypatch.setattr(spacy_provider, "spacy_available", lambda model="": False)
     accurate = build_pipeline(Strategy.ACCURATE)
     assert accurate.names == build_pipeline("fast").names == ("regex", "names")
     assert not accurate_extra(accurate)
-    with_llm = build_pipeline("accurate", complete=lambda prompt: "[]")
+    with_llm = build_pipeline("accurate", llm=openai_server.llm())
     assert with_llm.names == ("regex", "names", "llm") and accurate_extra(with_llm)
 
 
@@ -169,31 +175,25 @@ def test_unknown_strategy_or_provider_is_a_config_error() -> None:
 
 
 # --- LLM -----------------------------------------------------------------------------------------
-class ScriptedLLM:
-    """The one scripted part: answers every prompt with ``answer`` and records prompts."""
-
-    def __init__(self, answer: str | Exception) -> None:
-        self.answer = answer
-        self.prompts: list[str] = []
-
-    def __call__(self, prompt: str) -> str:
-        self.prompts.append(prompt)
-        if isinstance(self.answer, Exception):
-            raise self.answer
-        return self.answer
-
-
-def test_llm_provider_locates_entities_and_drops_invented_ones() -> None:
+def test_llm_provider_locates_entities_and_drops_invented_ones(
+    openai_server: ScriptedLLMServer,
+) -> None:
     text = "Caroline told Melanie about the adoption agency in Portland."
-    llm = ScriptedLLM('Sure! Here they are:\n```json\n[{"text": "Caroline", "type": "PERSON"},'
-                      ' {"text": "melanie", "type": "person"}, {"text": "Portland", "type": "GPE"},'
-                      ' {"text": "Oregon", "type": "location"}, {"name": "adoption agency"},'
-                      ' 42, {"type": "org"}]\n```')
-    got = LLMProvider(llm).extract(text)
+    openai_server.script([answer(
+        'Sure! Here they are:\n```json\n[{"text": "Caroline", "type": "PERSON"},'
+        ' {"text": "melanie", "type": "person"}, {"text": "Portland", "type": "GPE"},'
+        ' {"text": "Oregon", "type": "location"}, {"name": "adoption agency"},'
+        ' 42, {"type": "org"}]\n```')])
+    got = LLMProvider(openai_server.llm()).extract(text)
     assert found(got) == [("Caroline", "person"), ("Melanie", "person"),
                           ("adoption agency", "other"), ("Portland", "location")]
     assert spans_exact(text, got) and all(m.provider == "llm" for m in got)
-    assert text in llm.prompts[0] and "JSON" in llm.prompts[0] and "person" in llm.prompts[0]
+    (body,) = openai_server.bodies
+    system, user = body["messages"]
+    assert system["role"] == "system" and "JSON array" in system["content"]
+    assert "person, project, organization, location" in system["content"]
+    assert user == {"role": "user", "content": NER_USER.format(text=text)}
+    assert body["temperature"] == 0.0
 
 
 def test_llm_answer_parsing_is_lenient_but_not_blind() -> None:
@@ -204,14 +204,25 @@ def test_llm_answer_parsing_is_lenient_but_not_blind() -> None:
         parse_entities("I could not find any entities, sorry.")
 
 
-def test_llm_failure_raises_llm_error_and_the_pipeline_degrades() -> None:
-    broken = LLMProvider(ScriptedLLM(TimeoutError("read timed out")))
+def test_an_answer_without_json_gets_one_correction(openai_server: ScriptedLLMServer) -> None:
+    openai_server.script([answer("Caroline is a person."), answer('[{"text": "Caroline"}]')])
+    got = LLMProvider(openai_server.llm()).extract("Caroline went home")
+    assert found(got) == [("Caroline", "other")] and len(openai_server.requests) == 2
+
+
+def test_llm_failure_raises_llm_error_and_the_pipeline_degrades(
+    openai_server: ScriptedLLMServer,
+) -> None:
+    openai_server.script([slow(2.0)])
+    broken = LLMProvider(openai_server.llm(timeout_s=0.2))
     with pytest.raises(LLMError, match="timed out"):
         broken.extract("Caroline went home")
-    pipe = NERPipeline([RegexProvider(), NamesProvider(), broken,
-                        LLMProvider(ScriptedLLM("no json here"))])
+    openai_server.script([answer("no json here")], then=slow(2.0))
+    pipe = NERPipeline([RegexProvider(), NamesProvider(), broken])
     assert found(pipe.extract("Thanks, Caroline! Mail me at mel@example.com")) == [
         ("Caroline", "person"), ("mel@example.com", "email")]
+    with pytest.raises(LLMError, match="timed out"):
+        pipe.extract("Caroline went home", strict=True)
 
 
 # --- merging and names ---------------------------------------------------------------------------

@@ -19,17 +19,21 @@ import pytest
 from apscheduler.triggers.cron import CronTrigger
 
 from clawmemory import ConfigError, InvalidInputError, Memory, Settings, StorageError
+from clawmemory.config import LLMSettings
+from clawmemory.llm import Message
 from clawmemory.maintenance import (
     JOBS,
-    NO_LLM,
     JobContext,
     Scheduler,
     crontab_trigger,
+    no_llm,
     run_all,
     run_job,
 )
 from clawmemory.store.base import Store
 from conftest import DAY, Clock, backend_params
+from llm_servers import ScriptedLLMServer, http_error
+from llm_servers import text as reply
 
 
 def with_maintenance(mem: Memory, **changes: Any) -> Memory:
@@ -84,7 +88,9 @@ def test_decay_job_twice_in_a_row_changes_nothing_the_second_time(
 @pytest.mark.parametrize("name", ["consolidate", "reflect"])
 def test_llm_jobs_are_skipped_without_an_llm(mem: Memory, name: str) -> None:
     run = run_job(mem, name)
-    assert (run.outcome, run.message, run.counts) == ("skipped", NO_LLM, {})
+    assert (run.outcome, run.message, run.counts) == ("skipped", no_llm(), {})
+    assert run.message == ("skipped: no LLM configured (set [llm] provider in the config file "
+                           "or CLAWMEM_LLM__PROVIDER; see docs/llm.md)")
     assert mem.store_backend.runs(mem.namespace, 5, job=name) == [run]
 
 
@@ -102,69 +108,114 @@ def test_enrichment_without_spacy_or_llm_is_skipped(mem: Memory) -> None:
         pytest.skip("spaCy is installed here: enrichment can run")
     run = run_job(mem, "enrich")
     assert run.outcome == "skipped"
-    assert run.message.startswith(NO_LLM)
+    assert run.message == no_llm(" and spaCy is not installed")
 
 
-def test_enrichment_with_an_llm_links_entities_once(mem: Memory, clock: Clock) -> None:
-    prompts: list[str] = []
+def with_llm(mem: Memory, server: ScriptedLLMServer, **llm: Any) -> Memory:
+    """``mem`` with ``[llm]`` pointing at the scripted server, as a config file would."""
+    cfg = mem.settings.model_copy(update={"llm": server.settings(**llm)})
+    return Memory(mem.store_backend, cfg, namespace=mem.namespace, clock=mem.clock)
 
-    def complete(prompt: str) -> str:  # a scripted model: names the person in every text
-        prompts.append(prompt)
-        return json.dumps([{"text": "the quiet cartographer", "type": "person"}])
 
+def test_enrichment_uses_the_configured_llm_once_and_records_tokens(
+    mem: Memory, clock: Clock, llm_server: ScriptedLLMServer
+) -> None:
+    llm_server.script([reply(json.dumps([{"text": "the quiet cartographer", "type": "person"}]),
+                             usage=(120, 15))])
+    mem = with_llm(mem, llm_server)
     rid = mem.store("we met the quiet cartographer at noon", kind="fact")
     mem.store("identity", kind="core")  # not an enrichment kind
     layer = mem.components.entity_layer()
     assert layer is not None
     assert layer[0].entities_of(mem.namespace, [rid])[rid] == []  # lower case: fast NER misses
 
-    run = run_job(mem, "enrich", JobContext(llm=complete))
+    run = run_job(mem, "enrich")  # no context: the runner builds the LLM from the settings
 
-    assert (run.outcome, run.counts) == ("ok", {"enriched": 1, "entity_links": 1})
+    assert (run.outcome, run.counts) == ("ok", {"enriched": 1, "entity_links": 1, "llm_calls": 1,
+                                                "prompt_tokens": 120, "completion_tokens": 15})
+    assert run.message == ("enriched 1, entity_links 1, llm_calls 1, prompt_tokens 120, "
+                           "completion_tokens 15")
     names = [e.canonical_name.lower() for e in layer[0].entities_of(mem.namespace, [rid])[rid]]
     assert names == ["the quiet cartographer"]
     assert mem.get(rid).metadata["enriched_at"] == clock.now
-    assert len(prompts) == 1
-    again = run_job(mem, "enrich", JobContext(llm=complete))
-    assert (again.outcome, again.counts, len(prompts)) == ("ok", {"enriched": 0,
-                                                                  "entity_links": 0}, 1)
+    assert "we met the quiet cartographer at noon" in json.dumps(llm_server.bodies[0])
+    again = run_job(mem, "enrich")
+    assert (again.outcome, again.counts) == ("ok", {"enriched": 0, "entity_links": 0})
+    assert len(llm_server.requests) == 1
+    assert mem.store_backend.runs(mem.namespace, 5, job="enrich")[1].counts == run.counts
 
 
-def test_enrichment_batch_and_entity_limit_come_from_settings(mem: Memory) -> None:
+def test_enrichment_batch_and_entity_limit_come_from_settings(
+    mem: Memory, openai_server: ScriptedLLMServer
+) -> None:
+    openai_server.script([], then=reply("[]"))
     for i in range(4):
         mem.store(f"note {i}", kind="episode")
-    small = with_maintenance(mem, enrich_batch=3)
-    run = run_job(small, "enrich", JobContext(llm=lambda prompt: "[]"))
-    assert run.counts == {"enriched": 3, "entity_links": 0}
-    run = run_job(small, "enrich", JobContext(llm=lambda prompt: "[]"))
-    assert run.counts == {"enriched": 1, "entity_links": 0}
+    small = with_llm(with_maintenance(mem, enrich_batch=3), openai_server)
+    run = run_job(small, "enrich")
+    assert (run.counts["enriched"], run.counts["llm_calls"]) == (3, 3)
+    run = run_job(small, "enrich")
+    assert (run.counts["enriched"], run.counts["llm_calls"]) == (1, 1)
+
+
+def test_a_failing_llm_fails_enrichment_and_keeps_what_was_done(
+    mem: Memory, openai_server: ScriptedLLMServer
+) -> None:
+    openai_server.script([reply("[]"), http_error(500, "model crashed")])
+    first = mem.store("first note", kind="fact")
+    second = mem.store("second note", kind="fact")
+    run = run_job(with_llm(mem, openai_server, max_retries=0), "enrich")
+    assert run.outcome == "failed"
+    assert run.message.endswith("answered HTTP 500: model crashed (enriched 1 memories before "
+                                "the failure)")
+    assert run.counts == {"llm_calls": 1, "prompt_tokens": 11, "completion_tokens": 7,
+                          "llm_failures": 1}
+    assert "enriched_at" in mem.get(first).metadata
+    assert "enriched_at" not in mem.get(second).metadata  # not marked: retried next night
+
+
+def test_a_misconfigured_llm_fails_the_jobs_that_use_it(
+    mem: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    cfg = mem.settings.model_copy(update={"llm": LLMSettings(provider="openai")})
+    broken = Memory(mem.store_backend, cfg, namespace=mem.namespace, clock=mem.clock)
+    runs = {r.job: r for r in run_all(broken)}
+    assert {j: r.outcome for j, r in runs.items()} == {
+        "enrich": "failed", "consolidate": "failed", "decay": "ok", "reflect": "failed"}
+    assert "set the environment variable OPENAI_API_KEY" in runs["consolidate"].message
 
 
 # --- the LLM hook and failures -------------------------------------------------------------------
-def test_an_llm_step_plugs_into_its_job(mem: Memory) -> None:
+def test_an_llm_step_plugs_into_its_job(mem: Memory, anthropic_server: ScriptedLLMServer) -> None:
+    anthropic_server.script([reply("HELLO", usage=(5, 1)), reply("AGAIN", usage=(6, 2))])
     seen: list[str] = []
 
     def consolidate(m: Memory, ctx: JobContext) -> dict[str, int]:
-        seen.append(ctx.llm("hello") if ctx.llm else "")
+        assert ctx.llm is not None
+        for prompt in ("hello", "again"):
+            seen.append(ctx.llm.chat([Message("user", prompt)]).text)
         return {"sessions": 2, "facts": 7}
 
-    llm = JobContext(llm=lambda p: p.upper(), steps={"consolidate": consolidate})
+    llm = JobContext(llm=anthropic_server.llm(), steps={"consolidate": consolidate})
     run = run_job(mem, "consolidate", llm)
-    assert (run.outcome, run.counts, run.message) == ("ok", {"sessions": 2, "facts": 7},
-                                                      "sessions 2, facts 7")
-    assert seen == ["HELLO"]
+    assert (run.outcome, run.counts) == ("ok", {"sessions": 2, "facts": 7, "llm_calls": 2,
+                                                "prompt_tokens": 11, "completion_tokens": 3})
+    assert seen == ["HELLO", "AGAIN"]
     run = run_job(mem, "reflect", llm)  # an LLM but no reflection step installed yet
     assert run.outcome == "skipped" and "no reflect step" in run.message
 
 
-def test_a_failing_job_is_recorded_and_a_bug_is_raised(mem: Memory) -> None:
+def test_a_failing_job_is_recorded_and_a_bug_is_raised(
+    mem: Memory, openai_server: ScriptedLLMServer
+) -> None:
     def broken(m: Memory, ctx: JobContext) -> dict[str, int]:
         raise StorageError("disk on fire")
 
     def buggy(m: Memory, ctx: JobContext) -> dict[str, int]:
         raise ZeroDivisionError("oops")
 
-    ctx = JobContext(llm=lambda p: p, steps={"consolidate": broken, "reflect": buggy})
+    ctx = JobContext(llm=openai_server.llm(), steps={"consolidate": broken, "reflect": buggy})
     run = run_job(mem, "consolidate", ctx)
     assert (run.outcome, run.message) == ("failed", "disk on fire")
     with pytest.raises(ZeroDivisionError):
@@ -172,6 +223,7 @@ def test_a_failing_job_is_recorded_and_a_bug_is_raised(mem: Memory) -> None:
     (recorded, _) = mem.store_backend.runs(mem.namespace, 5)
     assert (recorded.job, recorded.outcome) == ("reflect", "failed")
     assert "ZeroDivisionError: oops" in recorded.message
+    assert openai_server.requests == []
 
 
 def test_unknown_job_is_refused(mem: Memory) -> None:
@@ -290,6 +342,17 @@ def test_a_firing_runs_the_job_in_every_namespace(mem: Memory, clock: Clock) -> 
     assert [(r.namespace, r.outcome) for r in only] == [("carol", "skipped")]
 
 
+def test_the_scheduler_uses_the_configured_llm(
+    mem: Memory, openai_server: ScriptedLLMServer
+) -> None:
+    openai_server.script([reply("[]", usage=(40, 2))])
+    mem.store("a note for the night", kind="fact")
+    scheduler = Scheduler(utc(with_llm(mem, openai_server)), namespaces=[mem.namespace])
+    (run,) = scheduler.fire("enrich")
+    assert (run.outcome, run.counts["enriched"], run.counts["prompt_tokens"]) == ("ok", 1, 40)
+    scheduler.shutdown()
+
+
 def test_scheduler_starts_and_stops(mem: Memory) -> None:
     scheduler = Scheduler(utc(mem))
     scheduler.start()
@@ -316,9 +379,50 @@ ENTRY = (
 QUICK = {"CLAWMEM_EMBEDDER__PROVIDER": "none"}
 
 
-def clawmem(*args: str) -> subprocess.CompletedProcess[str]:
+def clawmem(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-c", ENTRY, *args], capture_output=True, text=True,
-                          timeout=120, env={**os.environ, **QUICK}, check=False)
+                          timeout=120, env={**os.environ, **QUICK, **(env or {})}, check=False)
+
+
+def test_cli_maintain_uses_the_llm_from_the_environment(
+    tmp_path: Path, llm_server: ScriptedLLMServer
+) -> None:
+    db = str(tmp_path / "cli.db")
+    assert clawmem("--db", db, "add", "we met the quiet cartographer", "--kind", "fact"
+                   ).returncode == 0
+    llm_server.script([reply('[{"text": "quiet cartographer", "type": "person"}]',
+                             usage=(90, 9))])
+    done = clawmem("--db", db, "--json", "maintain", "enrich", env=llm_server.env())
+    assert done.returncode == 0, done.stderr
+    (run,) = json.loads(done.stdout)["runs"]
+    assert (run["outcome"], run["counts"]) == ("ok", {
+        "enriched": 1, "entity_links": 1, "llm_calls": 1, "prompt_tokens": 90,
+        "completion_tokens": 9})
+    assert llm_server.bodies[0]["model"] == "scripted-model"
+
+
+def test_cli_a_failing_provider_is_one_line_and_exit_3(
+    tmp_path: Path, openai_server: ScriptedLLMServer
+) -> None:
+    db = str(tmp_path / "cli.db")
+    assert clawmem("--db", db, "add", "a note", "--kind", "fact").returncode == 0
+    openai_server.script([], then=http_error(503, "overloaded"))
+    env = openai_server.env(CLAWMEM_LLM__MAX_RETRIES="1")
+    shown = clawmem("--db", db, "maintain", "enrich", env=env)
+    assert shown.returncode == 3 and "failed" in shown.stdout
+    assert "Traceback" not in shown.stdout + shown.stderr
+    done = clawmem("--db", db, "--json", "maintain", "enrich", env=env)
+    (run,) = json.loads(done.stdout)["runs"]
+    assert (done.returncode, run["outcome"]) == (3, "failed")
+    assert run["message"] == (f"openai LLM at {openai_server.url}/chat/completions answered "
+                              "HTTP 503 after 2 attempts: overloaded (enriched 0 memories "
+                              "before the failure)")
+    assert len(openai_server.requests) == 4
+    unset = clawmem("--db", db, "--json", "maintain", "reflect",
+                    env={"CLAWMEM_LLM__PROVIDER": "anthropic", "ANTHROPIC_API_KEY": ""})
+    (run,) = json.loads(unset.stdout)["runs"]
+    assert (unset.returncode, run["outcome"]) == (3, "failed")
+    assert "set the environment variable ANTHROPIC_API_KEY" in run["message"]
 
 
 def test_cli_maintain_decay_json(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -29,6 +29,8 @@ __all__ = [
     "EmbedderSettings",
     "EntitySettings",
     "HistorySettings",
+    "LLMProviderName",
+    "LLMSettings",
     "MaintenanceSettings",
     "RecallSettings",
     "Settings",
@@ -142,6 +144,38 @@ class ConsolidationSettings(BaseModel):
     conflict_confidence: float = Field(default=0.3, ge=0, le=1)  # resolve_conflict: old fact's
 
 
+class LLMProviderName(StrEnum):
+    NONE = "none"
+    OPENAI = "openai"  # any OpenAI-compatible chat-completions server
+    ANTHROPIC = "anthropic"
+
+
+class LLMSettings(BaseModel):
+    """The language model for the steps that need one (docs/llm.md). ``provider = "none"``
+    (the default) skips them and says so; everything else works."""
+
+    provider: LLMProviderName = LLMProviderName.NONE
+    base_url: str | None = None  # None = the provider's own API; a local server's URL otherwise
+    model: str | None = None  # None = provider default (official APIs only)
+    # The NAME of the environment variable holding the key, never the key itself. None: the
+    # provider's variable (OPENAI_API_KEY / ANTHROPIC_API_KEY) for its official API, no key for
+    # any other server, so a key is never sent to a host the user did not name it for.
+    api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    timeout_s: float = Field(default=60.0, gt=0, le=3600)  # one request, connect included
+    max_retries: int = Field(default=2, ge=0, le=10)  # on connection errors, 408, 429, 5xx
+    backoff_s: float = Field(default=0.5, ge=0, le=60)  # first retry's wait; doubles, jittered
+    max_tokens: int = Field(default=1024, ge=1)  # answer cap when a step sets none (Anthropic)
+    response_cache: bool = False  # 000 response_cache
+    cache_ttl_s: int = Field(default=3600, ge=0)  # 000 cache_ttl
+    cache_max_entries: int = Field(default=100, ge=1)  # 000 cache_max_entries
+    cache_path: Path | None = None  # None = default_home()/response_cache.json (000)
+
+    @field_validator("provider", mode="before")
+    @classmethod
+    def _provider_name(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
+
+
 class ContextSettings(BaseModel):
     """Context injection (``context.py``); the token estimate itself (words × 1.3) is the
     pluggable ``estimator`` argument, not a setting."""
@@ -192,6 +226,7 @@ class Settings(BaseSettings):
     consolidation: ConsolidationSettings = Field(default_factory=ConsolidationSettings)
     context: ContextSettings = Field(default_factory=ContextSettings)
     history: HistorySettings = Field(default_factory=HistorySettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
 
     @classmethod
     def settings_customise_sources(

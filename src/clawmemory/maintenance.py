@@ -16,10 +16,13 @@ Every run, whatever its outcome (ok, skipped, failed), is recorded in the store'
 ``maintenance_runs`` with its start, end, counts and a one-line message. Cron expressions come
 from ``settings.maintenance`` (``CLAWMEM_MAINTENANCE__DECAY="30 4 * * *"``).
 
-The LLM hook: ``JobContext.llm`` is a ``complete(prompt) -> str`` callable, and
-``JobContext.steps`` maps a job name to the function that does its LLM work. Until the LLM layer
-exists (a later issue) both are empty, so consolidation and reflection report "skipped: no LLM
-configured" and nothing else breaks (001: degrade gracefully).
+The LLM: ``JobContext.llm`` is the configured ``LLM`` (``make_llm(settings.llm)``; built by the
+runner when no context is given), and ``JobContext.steps`` maps a job name to the function that
+does its LLM work. With no LLM configured the jobs that need one are recorded as "skipped: no
+LLM configured (...how to configure one...)" and nothing else breaks (001: degrade gracefully);
+a misconfigured one (a key variable unset) fails them with the fix. Each run's LLM calls are
+metered: ``llm_calls``, ``prompt_tokens`` and ``completion_tokens`` (``llm_failures`` when calls
+failed) join the run's counts, whatever its outcome.
 """
 
 from __future__ import annotations
@@ -27,22 +30,28 @@ from __future__ import annotations
 import logging
 import random
 import threading
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from clawmemory import lifecycle
 from clawmemory.errors import ClawMemoryError, ConfigError, InvalidInputError
+from clawmemory.llm.base import LLM
+from clawmemory.llm.factory import close_llm, make_llm
+from clawmemory.llm.usage import MeteredLLM
 from clawmemory.model import Filter
 from clawmemory.store.base import RunRecord
 
 if TYPE_CHECKING:
+    from clawmemory.config import Settings
     from clawmemory.engine import Memory
 
 __all__ = [
     "JOBS",
     "NO_LLM",
+    "NO_LLM_HINT",
     "Job",
     "JobContext",
     "RunRecord",
@@ -51,6 +60,7 @@ __all__ = [
     "Skipped",
     "crontab_trigger",
     "find_job",
+    "no_llm",
     "run_all",
     "run_job",
 ]
@@ -58,11 +68,11 @@ __all__ = [
 log = logging.getLogger("clawmemory")
 
 NO_LLM = "skipped: no LLM configured"
+NO_LLM_HINT = "set [llm] provider in the config file or CLAWMEM_LLM__PROVIDER; see docs/llm.md"
 ENRICHED_AT = "enriched_at"  # metadata key (004 attributes.enriched_at)
 ENRICH_KINDS = ("fact", "episode")  # 004 get_memories_for_entity_enrichment(kinds=...)
 
 Counts = dict[str, int]
-Complete = Callable[[str], str]
 
 
 class Skipped(Exception):  # noqa: N818 - it is an outcome, not an error
@@ -72,11 +82,37 @@ class Skipped(Exception):  # noqa: N818 - it is an outcome, not an error
 @dataclass(frozen=True)
 class JobContext:
     """What a run may use beyond the Memory: the random source (seed it for exact tests), the
-    LLM (``complete(prompt) -> str``, None = not configured) and the LLM steps by job name."""
+    LLM (None = not configured), the LLM steps by job name, and ``llm_problem``: why the
+    configured LLM could not be built (jobs that would use it fail with this message)."""
 
     rng: random.Random | None = None
-    llm: Complete | None = None
+    llm: LLM | None = None
     steps: Mapping[str, Callable[[Memory, JobContext], Counts]] = field(default_factory=dict)
+    llm_problem: str | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **fields: Any) -> JobContext:
+        """The context ``settings`` describe: their ``[llm]`` built with ``make_llm``. Close it
+        with ``close()`` when done."""
+        try:
+            return cls(llm=make_llm(settings.llm), **fields)
+        except ConfigError as exc:
+            return cls(llm_problem=str(exc), **fields)
+
+    def close(self) -> None:
+        close_llm(self.llm)
+
+
+def no_llm(reason: str = "") -> str:
+    """The message of a run skipped for want of an LLM."""
+    return f"{NO_LLM}{reason} ({NO_LLM_HINT})"
+
+
+def _usable_llm(ctx: JobContext) -> LLM | None:
+    """The context's LLM; a misconfigured one fails the job with its fix."""
+    if ctx.llm_problem is not None:
+        raise ConfigError(ctx.llm_problem)
+    return ctx.llm
 
 
 JobFn = Callable[["Memory", JobContext], Counts]
@@ -109,9 +145,9 @@ def _enrich(mem: Memory, ctx: JobContext) -> Counts:
     layer = mem.components.entity_layer()
     if layer is None:
         raise Skipped("skipped: entities are off for this store")
-    accurate = make_pipeline("accurate", complete=ctx.llm)
+    accurate = make_pipeline("accurate", llm=_usable_llm(ctx))
     if not accurate_extra(accurate):
-        raise Skipped(f"{NO_LLM} and spaCy is not installed")
+        raise Skipped(no_llm(" and spaCy is not installed"))
     index = layer[0]
     cfg = mem.settings.maintenance
     fresh = [r for r in lifecycle.scan(mem, Filter(kinds=ENRICH_KINDS))
@@ -119,9 +155,15 @@ def _enrich(mem: Memory, ctx: JobContext) -> Counts:
     linked = index.entities_of(mem.namespace, [r.id for r in fresh])
     chosen = [r for r in fresh if len(linked[r.id]) <= cfg.enrich_max_entities]
     now, links, stamped = mem.clock(), 0, []
-    for r in chosen[: cfg.enrich_batch]:
-        links += len(index.link_mentions(mem.namespace, r.id, accurate.extract(r.content)))
-        stamped.append(r.evolve(metadata={**r.metadata, ENRICHED_AT: now}))
+    try:
+        for r in chosen[: cfg.enrich_batch]:
+            # strict: a failing LLM fails the run; the memory is not stamped as enriched
+            found = accurate.extract(r.content, strict=True)
+            links += len(index.link_mentions(mem.namespace, r.id, found))
+            stamped.append(r.evolve(metadata={**r.metadata, ENRICHED_AT: now}))
+    except ClawMemoryError as exc:
+        mem.store_backend.replace_many(stamped)  # keep what was done before the failure
+        raise type(exc)(f"{exc} (enriched {len(stamped)} memories before the failure)") from exc
     mem.store_backend.replace_many(stamped)
     return {"enriched": len(stamped), "entity_links": links}
 
@@ -162,26 +204,38 @@ def _summary(counts: Counts) -> str:
 
 
 def run_job(mem: Memory, name: str, ctx: JobContext | None = None) -> RunRecord:
-    """Run one job now on ``mem``'s namespace and record the run. A job that cannot run here is
+    """Run one job now on ``mem``'s namespace and record the run. ``ctx`` None: the context the
+    settings describe (their ``[llm]``), built and closed here. A job that cannot run here is
     recorded as ``skipped``; one that fails with a clawmemory error as ``failed`` (returned, not
     raised, so the other jobs still run). Any other exception is a bug: it is recorded as
-    ``failed`` and raised."""
+    ``failed`` and raised. The run's LLM usage joins its counts whatever the outcome."""
     chosen = find_job(name)
-    context = ctx or JobContext()
+    with _context(mem, ctx) as context:
+        return _run(mem, chosen, context)
+
+
+def _run(mem: Memory, chosen: Job, context: JobContext) -> RunRecord:
+    meter = MeteredLLM(context.llm) if context.llm is not None else None
+    if meter is not None:
+        context = replace(context, llm=meter)
     started = mem.clock()
     counts: Counts = {}
     bug: Exception | None = None
     try:
-        if chosen.needs_llm and context.llm is None:
-            raise Skipped(NO_LLM)
+        if chosen.needs_llm and _usable_llm(context) is None:
+            raise Skipped(no_llm())
         counts = chosen.run(mem, context)
-        outcome, message = "ok", _summary(counts)
+        outcome, message = "ok", ""
     except Skipped as exc:
         outcome, message = "skipped", str(exc)
     except ClawMemoryError as exc:
         outcome, message = "failed", str(exc)
     except Exception as exc:
         outcome, message, bug = "failed", f"internal error: {type(exc).__name__}: {exc}", exc
+    if meter is not None:
+        counts = {**counts, **meter.counts()}
+    if outcome == "ok":
+        message = _summary(counts)
     run = mem.store_backend.record_run(
         mem.namespace, chosen.name, started, mem.clock(), outcome, counts, message
     )
@@ -192,7 +246,21 @@ def run_job(mem: Memory, name: str, ctx: JobContext | None = None) -> RunRecord:
 
 def run_all(mem: Memory, ctx: JobContext | None = None) -> list[RunRecord]:
     """Every job once, in table order (enrichment before consolidation, as 004 wants)."""
-    return [run_job(mem, name, ctx) for name in JOBS]
+    with _context(mem, ctx) as context:
+        return [_run(mem, job, context) for job in JOBS.values()]
+
+
+@contextmanager
+def _context(mem: Memory, ctx: JobContext | None) -> Iterator[JobContext]:
+    """``ctx``, or one built from ``mem``'s settings and closed afterwards."""
+    if ctx is not None:
+        yield ctx
+        return
+    built = JobContext.from_settings(mem.settings)
+    try:
+        yield built
+    finally:
+        built.close()
 
 
 # --- scheduling ----------------------------------------------------------------------------------
@@ -220,7 +288,8 @@ class Scheduler:
     ) -> None:
         self.mem = mem
         self.namespaces = None if namespaces is None else list(namespaces)
-        self.ctx = ctx or JobContext()
+        self._owns_ctx = ctx is None  # built from the settings here: closed on shutdown
+        self.ctx = ctx or JobContext.from_settings(mem.settings)
         self._scheduler = _background_scheduler(mem.settings.maintenance.timezone)
         self.crons: dict[str, str] = {}
         if mem.settings.maintenance.enabled:
@@ -273,6 +342,8 @@ class Scheduler:
     def shutdown(self, wait: bool = True) -> None:
         if self._scheduler.running:
             self._scheduler.shutdown(wait=wait)
+        if self._owns_ctx:
+            self.ctx.close()
 
     def run_forever(self, stop: threading.Event) -> None:
         """Run the schedule until ``stop`` is set (by a signal handler, say)."""

@@ -4,9 +4,9 @@ Pieces:
 
 - providers (``NERProvider``): ``regex`` (mentions, hashtags, e-mails, URLs, dates), ``names``
   (offline capitalised-name / acronym / identifier heuristic), ``spacy`` (optional), ``llm``
-  (a ``complete(prompt) -> str`` callable);
+  (any ``clawmemory.llm.LLM``; the configured one is ``make_llm(settings.llm)``);
 - ``make_pipeline(strategy)``: ``fast`` = regex + names, ``accurate`` = + spaCy if installed +
-  LLM if ``complete`` is given; mentions merged by span overlap (longest, then most confident);
+  LLM if ``llm`` is given; mentions merged by span overlap (longest, then most confident);
 - ``EntityIndex``: ``SQLiteEntityIndex(store)`` on the 001 tables, ``MemoryEntityIndex`` for
   the memory and JSON backends; ``entity_index_for(store)`` picks one.
 
@@ -30,10 +30,11 @@ Wiring into the engine (what to call where):
    None -> not found; else ``index.memories_of(ns, p.id, limit)`` and ``store.get_many``.
    ``index.entities_of(ns, ids)`` annotates hits; ``index.entities(ns, n)`` and
    ``entity_count(ns)`` feed stats.
-6. Nightly enrichment (004): ``accurate = make_pipeline("accurate", complete=llm_complete)``;
+6. Nightly enrichment (004, maintenance.py): ``accurate = make_pipeline("accurate", llm=llm)``;
    skip when ``not accurate_extra(accurate)``; for memories with few entities
    (``len(index.entities_of(...)[id]) <= 2``) call ``link_mentions`` with
-   ``accurate.extract(content)`` (additive; the fast links stay).
+   ``accurate.extract(content, strict=True)`` (additive; the fast links stay; a failing LLM
+   fails the run instead of marking the memory enriched).
 7. JSON backend persistence: ``MemoryEntityIndex.to_dict()`` / ``from_dict(data, exists)``;
    without it the index is rebuilt by re-running step 2 over the records after a reopen.
 

@@ -4,17 +4,19 @@
 - ``accurate``: regex + names + spaCy (when installed) + LLM (when configured); for nightly
   enrichment of memories with few entities.
 
-Mentions from all providers are merged by span overlap (longest, then most confident wins). A
-failing optional provider (the LLM timing out, say) is logged and skipped: extraction degrades,
-it never breaks a write.
+Mentions from all providers are merged by span overlap (longest, then most confident wins). On
+the write path a failing optional provider (the LLM timing out, say) is logged and skipped:
+extraction degrades, it never breaks a write. Nightly enrichment asks for ``strict=True``: there
+a failure must fail the run, not mark a memory as enriched without the LLM's entities.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from clawmemory.entities.base import (
     Mention,
@@ -24,6 +26,9 @@ from clawmemory.entities.base import (
     resolve_overlaps,
 )
 from clawmemory.errors import ClawMemoryError, ConfigError
+
+if TYPE_CHECKING:
+    from clawmemory.llm.base import LLM
 
 __all__ = [
     "NERPipeline",
@@ -40,8 +45,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-Complete = Callable[[str], str]
-
 
 class Strategy(StrEnum):
     FAST = "fast"
@@ -56,9 +59,9 @@ class ProviderName(StrEnum):
 
 
 def make_provider(
-    name: ProviderName | str, *, complete: Complete | None = None, spacy_model: str | None = None
+    name: ProviderName | str, *, llm: LLM | None = None, spacy_model: str | None = None
 ) -> NERProvider:
-    """One provider by name. ``llm`` needs ``complete``; ``spacy`` raises ``ConfigError`` when
+    """One provider by name. ``llm`` needs an ``LLM``; ``spacy`` raises ``ConfigError`` when
     spaCy or its model is missing."""
     try:
         kind = ProviderName(name)
@@ -77,11 +80,12 @@ def make_provider(
         from clawmemory.entities.spacy_provider import DEFAULT_SPACY_MODEL, SpacyProvider
 
         return SpacyProvider(spacy_model or DEFAULT_SPACY_MODEL)
-    if complete is None:
-        raise ConfigError("the llm NER provider needs an LLM: configure one first")
+    if llm is None:
+        raise ConfigError("the llm NER provider needs an LLM: configure one first "
+                          "([llm] provider, docs/llm.md)")
     from clawmemory.entities.llm import LLMProvider
 
-    return LLMProvider(complete)
+    return LLMProvider(llm)
 
 
 class NERPipeline:
@@ -94,12 +98,16 @@ class NERPipeline:
     def names(self) -> tuple[str, ...]:
         return tuple(p.name for p in self.providers)
 
-    def extract(self, text: str) -> list[Mention]:
+    def extract(self, text: str, *, strict: bool = False) -> list[Mention]:
+        """Every provider's mentions, merged. A provider failing is logged and skipped, or
+        (``strict``) raised."""
         found: list[Mention] = []
         for provider in self.providers:
             try:
                 found.extend(provider.extract(text))
             except ClawMemoryError as exc:
+                if strict:
+                    raise
                 log.warning("NER provider %s failed, skipped: %s", provider.name, exc)
         return resolve_overlaps(found)
 
@@ -107,11 +115,11 @@ class NERPipeline:
 def build_pipeline(
     strategy: Strategy | str = Strategy.FAST,
     *,
-    complete: Complete | None = None,
+    llm: LLM | None = None,
     spacy_model: str | None = None,
 ) -> NERPipeline:
     """The providers of a strategy. ``accurate`` adds spaCy where it is installed and the LLM
-    where ``complete`` is given; with neither it equals ``fast`` (see ``accurate_extra``)."""
+    where ``llm`` is given; with neither it equals ``fast`` (see ``accurate_extra``)."""
     try:
         chosen = Strategy(strategy)
     except ValueError:
@@ -123,8 +131,8 @@ def build_pipeline(
 
         if spacy_available(spacy_model or DEFAULT_SPACY_MODEL):
             providers.append(make_provider(ProviderName.SPACY, spacy_model=spacy_model))
-        if complete is not None:
-            providers.append(make_provider(ProviderName.LLM, complete=complete))
+        if llm is not None:
+            providers.append(make_provider(ProviderName.LLM, llm=llm))
     return NERPipeline(providers)
 
 

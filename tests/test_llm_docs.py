@@ -1,0 +1,29 @@
+"""The LLM layer's documentation matches the code: docs/llm.md shows every prompt verbatim, and
+docs/configuration.md has a row for every ``[llm]`` setting."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from clawmemory.config import LLMSettings
+from clawmemory.llm.prompts import PROMPTS
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+
+@pytest.mark.parametrize("name", sorted(PROMPTS))
+def test_docs_llm_md_shows_every_prompt_verbatim(name: str) -> None:
+    text = (DOCS / "llm.md").read_text(encoding="utf-8")
+    assert f"`{name}`" in text, f"docs/llm.md does not name the prompt {name}"
+    assert f"```text\n{PROMPTS[name]}\n```" in text, (
+        f"docs/llm.md does not show {name} as it is in llm/prompts.py")
+
+
+def test_every_llm_setting_has_a_row_in_configuration_md() -> None:
+    text = (DOCS / "configuration.md").read_text(encoding="utf-8")
+    section = text.split("## `[llm]`", 1)[1].split("\n## ", 1)[0]
+    documented = set(re.findall(r"^\| `(\w+)` \|", section, re.M))
+    assert documented == set(LLMSettings.model_fields)

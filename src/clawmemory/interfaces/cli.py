@@ -447,9 +447,11 @@ def forget_cmd(
         "--all", help="Delete every memory of the namespace.")] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask before --all.")] = False,
 ) -> None:
-    """Delete one memory for good, or with --all the whole namespace.
+    """Delete one memory for good (every version of it, live or archived), or with --all
+    the whole namespace.
 
-    Nothing derived from it is left: no index rows, links or vectors.
+    Nothing derived from it is left (index rows, links, vectors, mirror notes), and none of
+    its bytes stay in the database file or its write-ahead log.
 
     Example: clawmem forget hmac-rule
     """

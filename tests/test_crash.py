@@ -93,6 +93,10 @@ def _check(db: Path, acked: dict[str, set[str]]) -> None:
         assert acked["stored"] - acked["invalid"] <= live, "an acknowledged store was lost"
         assert acked["invalid"] <= every - live, "an acknowledged correction was lost"
         assert not acked["forgot"] & every, "an acknowledged forget came back"
+        records = mem.list(limit=10_000, include_invalid=True)
+        successors = {r.supersedes for r in records}
+        retired = [r.id for r in records if not r.is_valid]
+        assert all(rid in successors for rid in retired), "a correction lost both versions"
         assert mem.recall("Lisbon trams", mode="keyword") != [] or not any(
             "batch" in r.tags for r in mem.list(limit=10_000))
 

@@ -477,8 +477,7 @@ class Memory(PortabilityMixin):
         ).evolve(key=old.key, supersedes=old.id, score=old.score)
         retired = old.evolve(valid_until=now, key=None, updated_at=now)
         vectors = self.components.embed_documents([new])
-        self.store_backend.replace(retired)
-        self.store_backend.put(new)
+        new = self.store_backend.supersede(retired, new)  # one transaction: never neither
         self._mirror([retired, new])
         self._index([new], dict(vectors))
         return new

@@ -145,6 +145,12 @@ class Store(Protocol):
         """Overwrite every field of the existing memory with ``record.id``."""
         ...
 
+    def supersede(self, retired: MemoryRecord, new: MemoryRecord) -> MemoryRecord:
+        """A correction (004) in one transaction: overwrite the old memory with ``retired`` and
+        insert ``new``, so a crash leaves the old version valid or both versions, never
+        neither. Returns the stored new record."""
+        ...
+
     def delete(self, namespace: str, ids: Sequence[str]) -> int:
         """Hard delete, live or archived: the records and everything derived from them (index
         rows, links, entity links, vectors), gone from the backend's files too (no copy left in

@@ -148,6 +148,10 @@ class JSONFileStore(MemoryStore):
         with self._persisting():
             super().replace(record)
 
+    def supersede(self, retired: MemoryRecord, new: MemoryRecord) -> MemoryRecord:
+        with self._persisting():  # one file write for both
+            return super().supersede(retired, new)
+
     def delete(self, namespace: str, ids: Sequence[str]) -> int:
         with self._persisting():
             return super().delete(namespace, ids)

@@ -186,6 +186,11 @@ class MemoryStore:
             if record.id in self._ns[record.namespace].records:
                 self._write(record)
 
+    def supersede(self, retired: MemoryRecord, new: MemoryRecord) -> MemoryRecord:
+        with self._lock:
+            self.replace(retired)
+            return self._upsert(new, skip_existing=False)[0]
+
     def delete(self, namespace: str, ids: Sequence[str]) -> int:
         with self._lock:
             removed = self._delete_live(namespace, ids)

@@ -39,6 +39,9 @@ class NoneStore:
     def replace(self, record: MemoryRecord) -> None:
         pass
 
+    def supersede(self, retired: MemoryRecord, new: MemoryRecord) -> MemoryRecord:
+        return new
+
     def delete(self, namespace: str, ids: Sequence[str]) -> int:
         return 0
 

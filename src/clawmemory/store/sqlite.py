@@ -502,6 +502,11 @@ class SQLiteStore:
         with self.write():
             self._replace(record)
 
+    def supersede(self, retired: MemoryRecord, new: MemoryRecord) -> MemoryRecord:
+        with self.write():
+            self._replace(retired)
+            return self._upsert(new, skip_existing=False)[0]
+
     def _delete_ids(self, ns: str, ids: Sequence[str]) -> int:
         c = self.conn
         marks = ", ".join("?" * len(ids))

@@ -96,6 +96,10 @@ class MemoryRecord:
     created_at: float = 0.0
     event_time: float | None = None  # when the remembered thing happened (004)
     updated_at: float = 0.0
+    # When the memory entered this store's live set: its first store, its import (an import
+    # keeps the source's created_at, but arrives now) or its restore from the archive. An upsert
+    # keeps it. Idle clocks never start before it (lifecycle.idle_since).
+    stored_at: float = 0.0
     last_accessed: float | None = None
     access_count: int = 0
     score: int = 0  # reinforcement (003): +3 reinforce, -1 demote
@@ -124,6 +128,9 @@ class MemoryRecord:
         values["metadata"] = dict(values.get("metadata") or {})
         if "kind" in values:
             values["kind"] = normalize_kind(str(values["kind"]))
+        if values.get("stored_at") is None:  # written before arrival times existed
+            values["stored_at"] = max(values.get("created_at") or 0.0,
+                                      values.get("updated_at") or 0.0)
         return cls(**values)
 
     def evolve(self, **changes: Any) -> MemoryRecord:

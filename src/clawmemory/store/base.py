@@ -14,7 +14,17 @@ from typing import Any, Protocol, runtime_checkable
 
 from clawmemory.model import Filter, MemoryRecord
 
-__all__ = ["ORDERS", "OUTCOMES", "Link", "RankInfo", "RunRecord", "Store", "StoreStats", "TextHit"]
+__all__ = [
+    "ORDERS",
+    "OUTCOMES",
+    "ArchiveEntry",
+    "Link",
+    "RankInfo",
+    "RunRecord",
+    "Store",
+    "StoreStats",
+    "TextHit",
+]
 
 # list() orderings every backend supports.
 ORDERS = ("newest", "oldest", "score", "accessed")
@@ -30,6 +40,19 @@ class RankInfo:
     created_at: float
     last_accessed: float | None
     confidence: float
+    updated_at: float = 0.0  # recency counts from the last write or arrival, not creation
+    stored_at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveEntry:
+    """An archived memory (003) and when it was archived."""
+
+    record: MemoryRecord
+    archived_at: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.record.to_dict(), "archived_at": self.archived_at}
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +227,12 @@ class Store(Protocol):
         ...
 
     def archive_count(self, namespace: str) -> int: ...
+
+    def archive_list(
+        self, namespace: str, *, limit: int, offset: int = 0
+    ) -> builtins.list[ArchiveEntry]:
+        """Archived records, most recently archived first (ties: newest id first)."""
+        ...
 
     def restore(self, namespace: str, id_: str) -> MemoryRecord | None:
         """Move an archived record back into the live set, or None when it is not archived. If

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from clawmemory.model import Filter, MemoryRecord
-from clawmemory.store.base import Link, RankInfo, RunRecord, StoreStats, TextHit
+from clawmemory.store.base import ArchiveEntry, Link, RankInfo, RunRecord, StoreStats, TextHit
 
 __all__ = ["MemoryStore", "stem", "tokenize"]
 
@@ -130,7 +130,7 @@ class MemoryStore:
             return existing, False
         merged = record.evolve(id=existing.id, created_at=existing.created_at,
                                score=existing.score, access_count=existing.access_count,
-                               confidence=existing.confidence)
+                               confidence=existing.confidence, stored_at=existing.stored_at)
         self._write(merged)
         return merged, False
 
@@ -400,6 +400,16 @@ class MemoryStore:
             self._life.archived_at.pop((namespace, id_), None)
             return record
 
+    def archive_list(
+        self, namespace: str, *, limit: int, offset: int = 0
+    ) -> builtins.list[ArchiveEntry]:
+        with self._lock:
+            arch = self._archive_store()
+            order = arch._ns[namespace].seq if namespace in arch._ns else {}
+            entries = [ArchiveEntry(r, at) for r, at in self.archived(namespace)]
+            entries.sort(key=lambda e: (-e.archived_at, -order.get(e.record.id, 0)))
+            return entries[offset : offset + limit]
+
     def archived(self, namespace: str) -> builtins.list[tuple[MemoryRecord, float]]:
         """Every archived record of the namespace with its archive time (for persistence)."""
         with self._lock:
@@ -463,7 +473,8 @@ class _Lifecycle:
 
 
 def _info(r: MemoryRecord) -> RankInfo:
-    return RankInfo(r.id, r.score, r.created_at, r.last_accessed, r.confidence)
+    return RankInfo(r.id, r.score, r.created_at, r.last_accessed, r.confidence, r.updated_at,
+                    r.stored_at)
 
 
 def _copy(ns: _Namespace) -> _Namespace:

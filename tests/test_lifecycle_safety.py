@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from clawmemory import Memory, NotFoundError, Settings, lifecycle
+from clawmemory import InvalidInputError, Memory, NotFoundError, Settings, lifecycle
 from clawmemory.maintenance import JobContext, preview_all, preview_job, run_job
 from clawmemory.store.jsonfile import JSONFileStore
 from clawmemory.store.sqlite import SQLiteStore
@@ -422,3 +422,45 @@ def test_the_property_test_reaches_the_archive() -> None:
         "hygiene_archived"] == 1
     assert archived_ids(mem) == {kept}
     assert preview_job(mem, "decay").counts["hygiene_archived"] == 0
+
+
+# --- the archive as a user sees it ---------------------------------------------------------------
+@pytest.mark.parametrize("backend", backend_params(), indirect=True)
+def test_the_archive_lists_most_recently_archived_first_and_stats_count_it(
+    mem: Memory, clock: Clock
+) -> None:
+    a, b, c = (mem.store(f"memory {n}") for n in "abc" if clock.advance())
+    record_b = mem.get(b)
+    mem.store_backend.archive(mem.namespace, [b], at=clock.now)
+    mem.store_backend.archive(mem.namespace, [a, c], at=clock.now + 5)
+    listed = mem.archived()
+    assert [(e.record.id, e.archived_at) for e in listed] == [
+        (c, clock.now + 5), (a, clock.now + 5), (b, clock.now)]  # ties: the newest memory first
+    assert [e.record.id for e in mem.archived(limit=1, offset=1)] == [a]
+    assert listed[2].to_dict() == {**record_b.to_dict(), "archived_at": clock.now}
+    assert mem.stats()["archived"] == 3 and mem.stats()["total"] == 0
+    assert mem.with_namespace("other").archived() == []
+    for bad in (-1, 2**62, True, "1"):
+        with pytest.raises(InvalidInputError):
+            mem.archived(offset=bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError):
+        mem.restore("")
+
+
+def test_archiving_removes_the_mirror_note_and_restoring_writes_it_back(tmp_path: Path) -> None:
+    clock = Clock()
+    cfg = Settings(embedder=NO_EMBEDDER, storage={"mirror_dir": str(tmp_path / "notes")})
+    with Memory.open(tmp_path / "m.db", settings=cfg, clock=clock) as mem:
+        chat = mem.store("the agent was waiting for the build", kind="conversation")
+        kept = mem.store("the build server is ci.example.com")
+        notes = tmp_path / "notes" / "default"
+
+        def noted() -> list[str]:
+            return sorted(i for p in notes.rglob("*.md") for i in (chat, kept) if i in p.name)
+
+        assert noted() == sorted([chat, kept])
+        clock.advance(8 * DAY)
+        assert run_job(mem, "decay").counts["hygiene_archived"] == 1
+        assert noted() == [kept]
+        mem.restore(chat)
+        assert noted() == sorted([chat, kept])

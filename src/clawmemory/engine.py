@@ -584,7 +584,8 @@ class Memory(PortabilityMixin):
         ``mode``: "keyword" (BM25), "vector" (embeddings), "hybrid" (keyword + vector + entity
         lists fused), or None for the configured default ("auto": hybrid when an embedder
         works, else keyword). ``depth=1`` adds the linked neighbours of the hits (000).
-        ``archive=True`` searches the archive of pruned memories instead (003).
+        ``archive=True`` searches the archive instead: what maintenance moved out of the live
+        set (003 pruning, and the hygiene and idle purges by default).
         Recall counts as access: ``last_accessed`` and ``access_count`` are updated (``touch``).
         """
         if not isinstance(query, str):
@@ -724,6 +725,7 @@ class Memory(PortabilityMixin):
             "total": s.total,
             "by_kind": s.by_kind,
             "invalidated": s.invalidated,
+            "archived": self.store_backend.archive_count(self.namespace),
             "links": s.links,
             "newest": s.newest,
             "oldest": s.oldest,

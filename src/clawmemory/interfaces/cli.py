@@ -571,7 +571,8 @@ def recall_cmd(
     depth: Annotated[int, typer.Option(
         "--depth", help="1 adds the linked neighbours of the hits.")] = 0,
     archive: Annotated[bool, typer.Option(
-        "--archive", help="Search the archive of pruned memories instead.")] = False,
+        "--archive", help="Search the archive instead: what maintenance moved out of recall"
+        " (clawmem restore brings a memory back).")] = False,
 ) -> None:
     """Find the memories most relevant to a query, best first.
 

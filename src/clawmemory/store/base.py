@@ -231,7 +231,8 @@ class Store(Protocol):
     def archive_list(
         self, namespace: str, *, limit: int, offset: int = 0
     ) -> builtins.list[ArchiveEntry]:
-        """Archived records, most recently archived first (ties: newest id first)."""
+        """Archived records, most recently archived first (ties: the newest memory first, then
+        by id)."""
         ...
 
     def restore(self, namespace: str, id_: str) -> MemoryRecord | None:

@@ -404,11 +404,9 @@ class MemoryStore:
         self, namespace: str, *, limit: int, offset: int = 0
     ) -> builtins.list[ArchiveEntry]:
         with self._lock:
-            arch = self._archive_store()
-            order = arch._ns[namespace].seq if namespace in arch._ns else {}
             entries = [ArchiveEntry(r, at) for r, at in self.archived(namespace)]
-            entries.sort(key=lambda e: (-e.archived_at, -order.get(e.record.id, 0)))
-            return entries[offset : offset + limit]
+        entries.sort(key=lambda e: (-e.archived_at, -e.record.created_at, e.record.id))
+        return entries[offset : offset + limit]
 
     def archived(self, namespace: str) -> builtins.list[tuple[MemoryRecord, float]]:
         """Every archived record of the namespace with its archive time (for persistence)."""

@@ -700,8 +700,9 @@ class SQLiteStore:
         self, namespace: str, *, limit: int, offset: int = 0
     ) -> builtins.list[ArchiveEntry]:
         rows = self._query(
-            "SELECT record, archived_at FROM memories_archive WHERE namespace = ?"
-            " ORDER BY archived_at DESC, seq DESC LIMIT ? OFFSET ?", (namespace, limit, offset))
+            "SELECT record, archived_at FROM memories_archive WHERE namespace = ? ORDER BY"
+            " archived_at DESC, record ->> '$.created_at' DESC, id LIMIT ? OFFSET ?",
+            (namespace, limit, offset))
         return [ArchiveEntry(MemoryRecord.from_dict(json.loads(r)), at) for r, at in rows]
 
     def restore(self, namespace: str, id_: str) -> MemoryRecord | None:

@@ -179,7 +179,7 @@ def test_cli_maintain_archives_what_it_retires_and_list_archive_shows_it(
     before = files(tmp_path)
 
     preview = ok(clawmem("--db", db, "--json", "maintain", "decay", "--dry-run", env=env))
-    shown = ok(clawmem("--db", db, "maintain", "--dry-run", env=env))
+    shown = ok(clawmem("--db", db, "maintain", "--dry-run", env={**env, "COLUMNS": "200"}))
 
     assert files(tmp_path) == before  # not a byte changed, no run recorded
     assert preview["dry_run"] is True
@@ -189,7 +189,9 @@ def test_cli_maintain_archives_what_it_retires_and_list_archive_shows_it(
     assert decay["changes"][0]["key"] == "chat-state"
     assert decay["changes"][1]["reason"].startswith("unused for 40.0 days")
     assert (decay["counts"]["hygiene_archived"], decay["counts"]["idle_archived"]) == (1, 1)
-    assert "would make these changes" in shown and chat in shown and fact in shown
+    assert "default: decay would: hygiene_archived 1, idle_archived 1" in shown
+    assert "default: reflect is: skipped: no LLM configured" in shown
+    assert chat in shown and fact in shown and "why: unused for 40.0 days" in shown
     assert shown.rstrip().endswith("dry run: nothing was changed")
     assert ok(clawmem("--db", db, "--json", "runs"))["runs"] == []
 
@@ -464,3 +466,16 @@ def test_archiving_removes_the_mirror_note_and_restoring_writes_it_back(tmp_path
         assert noted() == [kept]
         mem.restore(chat)
         assert noted() == sorted([chat, kept])
+
+
+def test_the_purge_policy_is_read_from_the_environment_and_checked(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from clawmemory import ConfigError, load_settings
+
+    assert load_settings().lifecycle.purge == "archive"
+    monkeypatch.setenv("CLAWMEM_LIFECYCLE__PURGE", "delete")
+    assert load_settings().lifecycle.purge == "delete"
+    monkeypatch.setenv("CLAWMEM_LIFECYCLE__PURGE", "shred")
+    with pytest.raises(ConfigError, match=r"lifecycle\.purge: Input should be 'archive' or"):
+        load_settings()

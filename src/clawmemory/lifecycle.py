@@ -102,8 +102,8 @@ _PAST = {"archive": "archived", "delete": "deleted"}
 class Change:
     """What one step does (in a preview: would do) to one memory, and why."""
 
-    step: str  # hygiene | idle | decay | prune
-    action: str  # archive | delete | survive | decay | invalidate
+    step: str  # hygiene | idle | decay | prune (enrich: the enrich job's preview)
+    action: str  # archive | delete | survive | decay | invalidate | enrich
     record: MemoryRecord  # the memory before the change
     reason: str
     after: MemoryRecord | None = None  # the memory after an in-place change (survive, decay...)

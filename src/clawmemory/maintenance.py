@@ -187,9 +187,9 @@ JOBS: Mapping[str, Job] = {
         Job("consolidate", True, _llm_step("consolidate"),
             "Session consolidation into facts (004)."),
         Job("decay", False, _decay,
-            "Hygiene and idle purge (000) and size pruning (003) move memories to the archive"
-            " (purge = \"delete\": idle purges delete); confidence decay (004) lowers"
-            " confidence and invalidates under the threshold.", _preview_decay),
+            "Hygiene and idle purges (000) and size pruning (003) move memories to the archive"
+            " (purge = \"delete\": the purges delete); confidence decay (004) lowers"
+            " confidence, invalidating (not deleting) under the threshold.", _preview_decay),
         Job("reflect", True, _llm_step("reflect"), "Weekly reflection (004)."),
     )
 }

@@ -36,8 +36,8 @@ class KindPolicy:
     name: str
     origin: str
     decay_rate: float  # Ebbinghaus rate per day for confidence decay (004); 0 = never decays
-    idle_purge: bool  # 000 knowledge decay: purge when idle > knowledge_max_idle_days
-    hygiene_purge: bool  # 000 conversation hygiene: purge when older than hygiene_max_age
+    idle_purge: bool  # 000 knowledge decay: purge (archive by default) when idle too long
+    hygiene_purge: bool  # 000 conversation hygiene: purge (archive by default) when idle too long
     prunable: bool  # 003 size-based pruning may archive it
     description: str
 
@@ -57,7 +57,7 @@ KINDS: Mapping[str, KindPolicy] = {
         KindPolicy("episode", "004", 0.0, False, False, True,
                    "A raw dialogue turn; kept as the source for consolidation."),
         KindPolicy("conversation", "000", 0.0, False, True, True,
-                   "Transient operational state; purged after hygiene_max_age."),
+                   "Transient operational state; archived after hygiene_max_age unused."),
     )
 }
 

@@ -101,15 +101,15 @@ def _preview_table(preview: JobPreview) -> Table:
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title=f"{preview.namespace}: {preview.job} would make these changes",
-                  title_justify="left")
-    for column in ("step", "action", "id", "kind", "memory", "why"):
-        table.add_column(column, no_wrap=column in ("step", "action", "id", "kind"))
+    table = Table()
+    for column in ("step", "action", "id", "kind", "memory"):
+        table.add_column(column, no_wrap=column != "memory")
     for c in preview.changes[:PREVIEW_ROWS]:
         r = c.record
         memory = Text(f"{r.key}: " if r.key else "", style="bold")
-        memory.append(_clip(r.content, 40))
-        table.add_row(c.step, c.action, r.id, r.kind, memory, Text(c.reason))
+        memory.append(_clip(r.content, 50))
+        memory.append(f"\nwhy: {c.reason}", style="dim")  # under it: 80 columns are few
+        table.add_row(c.step, c.action, r.id, r.kind, memory)
     return table
 
 
@@ -118,7 +118,8 @@ def _render_previews(previews: Sequence[JobPreview]) -> Callable[[Console], None
         if not previews:
             console.print("no namespaces", markup=False)
         for p in previews:
-            console.print(f"{p.namespace}: {p.job}: {p.outcome}: {p.message}", markup=False)
+            verb = "would" if p.outcome == "ok" else "is"
+            console.print(f"{p.namespace}: {p.job} {verb}: {p.message}", markup=False)
             if p.changes:
                 console.print(_preview_table(p))
             if len(p.changes) > PREVIEW_ROWS:
@@ -156,13 +157,15 @@ def maintain_cmd(
 ) -> None:
     """Run maintenance now (one job, or all) and show the recorded runs.
 
-    What the decay job does to data, by default ([lifecycle] purge = "archive"): conversation
-    memories unused for 7 days (hygiene) and facts unused for 30 days that lose the 5% survival
-    roll (idle purge) move to the archive, where they stay searchable (recall --archive),
-    listed (list --archive) and restorable (clawmem restore); confidence decays and a memory
-    under the threshold is invalidated, never deleted; when the live data passes max_size_bytes
-    the lowest-ranked 1% moves to the archive. With purge = "delete" the hygiene and idle
-    purges delete instead. Enrichment only adds entity links.
+    What the decay job does to data, by default (\\[lifecycle] purge = "archive"):
+    conversation memories unused for 7 days (hygiene) and facts unused for 30
+    days that lose the 5% survival roll (idle purge) move to the archive, where
+    they stay searchable (recall --archive), listed (list --archive) and
+    restorable (clawmem restore). Confidence decays; a memory under the
+    threshold is invalidated, never deleted. When the live data passes
+    max_size_bytes, the lowest-ranked 1% moves to the archive. With
+    purge = "delete" the hygiene and idle purges delete instead.
+    Enrichment only adds entity links.
 
     Jobs that need an LLM are skipped and say so. Exit code 3 when a job failed.
 
@@ -197,10 +200,11 @@ def restore_cmd(
 ) -> None:
     """Bring archived memories back into recall, re-indexed.
 
-    Maintenance moves memories it retires to the archive (see clawmem maintain --help). A
-    restored memory keeps every field; its idle clock starts again now, so the next run does
-    not archive it straight back. If its key was taken meanwhile, it comes back without one.
-    Exit code 1 when an id is not in the archive (the others are still restored).
+    Maintenance moves the memories it retires to the archive (see clawmem
+    maintain --help). A restored memory keeps every field; its idle clock
+    starts again now, so the next run does not archive it straight back. If
+    its key was taken meanwhile, it comes back without one. Exit code 1 when
+    an id is not in the archive (the others are still restored).
 
     Example: clawmem restore 3f2a9c0d1e4b5a67 9c1d2e3f4a5b6c7d
     """

@@ -127,7 +127,8 @@ class Store(Protocol):
     # --- records -------------------------------------------------------------------------------
     def put(self, record: MemoryRecord) -> tuple[MemoryRecord, bool]:
         """Insert ``record``; if it has a key that exists in its namespace, update that memory
-        in place instead (id, created_at, score, access_count and confidence are kept).
+        in place instead (id, created_at, stored_at, score, access_count and confidence are
+        kept).
         Atomic. Returns the stored record and whether it was newly created."""
         ...
 

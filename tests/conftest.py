@@ -61,6 +61,27 @@ def _open_json(request: pytest.FixtureRequest, where: Path) -> Store:
     return JSONFileStore(where / "memory.json")
 
 
+def old_database(path: Path, version: int) -> None:
+    """A SQLite store as the clawmemory of schema ``version`` created it: the package's own
+    migration files up to that version, applied in order, nothing after (an upgrade test
+    then opens it with this version)."""
+    import apsw
+
+    from clawmemory.store.sqlite import _migrations
+
+    conn = apsw.Connection(str(path))
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at REAL"
+                     " NOT NULL, description TEXT NOT NULL)")
+        for number, name, sql in _migrations():
+            if number <= version:
+                conn.execute(sql)
+                conn.execute("INSERT INTO schema_version VALUES (?, 0, ?)", (number, name))
+    finally:
+        conn.close()
+
+
 @dataclass(frozen=True)
 class Backend:
     """One storage backend as the test suite sees it."""

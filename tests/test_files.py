@@ -24,8 +24,8 @@ import pytest
 
 from clawmemory import Memory, NotFoundError, Settings, StorageError
 from clawmemory.config import EmbedderSettings, StorageSettings
-from clawmemory.store.sqlite import SECURE_DELETE_VERSION, SQLiteStore, _migrations
-from conftest import Clock
+from clawmemory.store.sqlite import SECURE_DELETE_VERSION, SQLiteStore
+from conftest import Clock, old_database
 
 CLAWMEM = Path(sys.executable).parent / "clawmem"
 NO_MODEL = Settings(embedder=EmbedderSettings(provider="none"))
@@ -199,14 +199,9 @@ def test_a_store_from_before_secure_delete_is_scrubbed_once_on_upgrade(tmp_path:
     """A database written by an older clawmemory may hold text it forgot in free pages and
     FTS segments. Opening it with this version removes those copies."""
     db = tmp_path / "old.db"
-    conn = apsw.Connection(str(db))  # the schema as the last version before secure delete left it
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at REAL NOT"
-                 " NULL, description TEXT NOT NULL)")
-    for version, name, sql in _migrations():
-        if version < SECURE_DELETE_VERSION:
-            conn.execute(sql)
-            conn.execute("INSERT INTO schema_version VALUES (?, 0, ?)", (version, name))
+    old_database(db, SECURE_DELETE_VERSION - 1)  # the last version before secure delete
+    conn = apsw.Connection(str(db))
+    conn.execute("PRAGMA secure_delete=OFF")
     conn.execute("INSERT INTO memories (id, namespace, kind, content, created_at, updated_at)"
                  " VALUES ('m1', 'default', 'fact', 'the Frobnicator password is hunter2', 0, 0)")
     conn.execute("DELETE FROM memories WHERE id = 'm1'")

@@ -86,7 +86,7 @@ def fill_tenant(mem: Memory, secrets: Sequence[str], clock: Clock) -> list[str]:
     doomed = [mem.store(f"archived memory mentioning {w} in {first}", kind="fact") for w in rest]
     archive_all = Memory(mem.store_backend, archiving(mem.settings), namespace=mem.namespace,
                          clock=clock, components=mem.components)
-    assert run_job(archive_all, "decay").counts["archived"] == len(doomed)
+    assert run_job(archive_all, "decay").counts["prune_archived"] == len(doomed)
     ids = [
         mem.store(f"{first} {second} met at the {third} pier", key=f"{first}-meeting",
                   tags=[first.lower()], metadata={"code": second}, source=third),
@@ -275,7 +275,7 @@ def test_an_archived_memory_can_be_forgotten_by_id_and_leaves_nothing(
     assert any("Zorblax" in p.read_text() for p in mirror.rglob("*.md"))
     archive_all = Memory(mem.store_backend, archiving(cfg), clock=clock,
                          components=mem.components)
-    assert run_job(archive_all, "decay").counts["archived"] == 1
+    assert run_job(archive_all, "decay").counts["prune_archived"] == 1
     assert [h.memory.id for h in mem.recall("Zorblax", archive=True)] == [rid]
 
     assert mem.forget(rid).id == rid

@@ -44,6 +44,10 @@ def everything(mem: Memory) -> dict[str, MemoryRecord]:
     return {r.id: r for r in mem.list(include_invalid=True, limit=10_000)}
 
 
+def archived(mem: Memory) -> set[str]:
+    return {e.record.id for e in mem.archived(limit=10_000)}
+
+
 def set_field(mem: Memory, id_: str, **changes: object) -> MemoryRecord:
     record = mem.get(id_).evolve(**changes)
     mem.store_backend.replace(record)
@@ -58,12 +62,13 @@ def test_hygiene_purges_conversation_older_than_max_age(mem: Memory, clock: Cloc
     clock.advance(DAY)
     young = mem.store("transient state from yesterday", kind="conversation")
     clock.now = START + 7 * DAY  # old is exactly max_age old: not older, kept
-    assert hygiene_purge(mem) == {"hygiene_purged": 0}
+    assert hygiene_purge(mem).counts == {"hygiene_archived": 0}
     clock.advance(1)
-    assert hygiene_purge(mem) == {"hygiene_purged": 1}
+    assert hygiene_purge(mem).counts == {"hygiene_archived": 1}
     assert set(everything(mem)) == {young, fact, core}
     with pytest.raises(NotFoundError):
         mem.get(old)
+    assert archived(mem) == {old}  # out of the live set, into the archive
 
 
 def test_hygiene_kinds_come_from_the_kinds_table(
@@ -76,7 +81,7 @@ def test_hygiene_kinds_come_from_the_kinds_table(
     table["conversation"] = replace(KINDS["conversation"], hygiene_purge=False)
     table["event"] = replace(KINDS["event"], hygiene_purge=True)
     monkeypatch.setattr(lifecycle, "KINDS", table)
-    assert hygiene_purge(mem) == {"hygiene_purged": 1}
+    assert hygiene_purge(mem).counts == {"hygiene_archived": 1}
     assert set(everything(mem)) == {conv}
     assert event not in everything(mem)
 
@@ -87,9 +92,10 @@ def test_hygiene_also_purges_invalidated_conversation_and_can_be_disabled(
     gone = mem.store("chat state", kind="conversation")
     set_field(mem, gone, valid_until=START)
     clock.advance(8 * DAY)
-    assert hygiene_purge(make(mem, hygiene_max_age_s=0)) == {"hygiene_purged": 0}
-    assert hygiene_purge(mem) == {"hygiene_purged": 1}
+    assert hygiene_purge(make(mem, hygiene_max_age_s=0)).counts == {"hygiene_archived": 0}
+    assert hygiene_purge(mem).counts == {"hygiene_archived": 1}
     assert everything(mem) == {}
+    assert archived(mem) == {gone}
 
 
 # --- 000 knowledge decay -------------------------------------------------------------------------
@@ -107,12 +113,15 @@ def test_idle_knowledge_is_purged_unless_it_wins_the_seeded_survival_roll(
     wins = [replay.random() < chance for _ in idle]  # the rolls, in oldest-first order
     assert 0 < sum(wins) < len(idle)  # the seed exercises both outcomes
 
-    counts = knowledge_decay(make(mem, knowledge_survival_chance=chance), random.Random(1234))
+    counts = knowledge_decay(make(mem, knowledge_survival_chance=chance),
+                             random.Random(1234)).counts
 
     survivors = {i for i, won in zip(idle, wins, strict=True) if won}
-    assert counts == {"idle_purged": len(idle) - len(survivors), "idle_survived": len(survivors)}
+    assert counts == {"idle_archived": len(idle) - len(survivors),
+                      "idle_survived": len(survivors)}
     left = everything(mem)
     assert set(left) == survivors | {used, recent}
+    assert archived(mem) == set(idle) - survivors
     assert all(left[i].last_accessed == clock.now for i in survivors)
     assert left[used].last_accessed == START + 10 * DAY
 
@@ -125,8 +134,9 @@ def test_survival_chance_zero_purges_all_and_one_keeps_all(
         mem.store(f"fact {i}", kind="fact")
     clock.advance(31 * DAY)
     counts = knowledge_decay(make(mem, knowledge_survival_chance=chance), random.Random(0))
-    assert counts == {"idle_purged": purged, "idle_survived": survived}
+    assert counts.counts == {"idle_archived": purged, "idle_survived": survived}
     assert len(everything(mem)) == survived
+    assert len(archived(mem)) == purged
 
 
 def test_idle_purge_spares_protected_kinds_confirmed_invalidated_and_the_boundary(
@@ -144,16 +154,18 @@ def test_idle_purge_spares_protected_kinds_confirmed_invalidated_and_the_boundar
     doomed = mem.store("plain fact", kind="preference")
     set_field(mem, doomed, last_accessed=0.0)  # 000: 0 = never accessed; falls back to created_at
     clock.now = START + 30 * DAY
-    assert knowledge_decay(make(mem, knowledge_survival_chance=0.0)) == {
-        "idle_purged": 0, "idle_survived": 0}  # exactly 30 days idle is not longer than 30
+    assert knowledge_decay(make(mem, knowledge_survival_chance=0.0)).counts == {
+        "idle_archived": 0, "idle_survived": 0}  # exactly 30 days idle is not longer than 30
     clock.advance(1)
-    assert knowledge_decay(make(mem, knowledge_max_idle_days=0, knowledge_survival_chance=0.0)) \
-        == {"idle_purged": 0, "idle_survived": 0}
+    assert knowledge_decay(make(mem, knowledge_max_idle_days=0,
+                                knowledge_survival_chance=0.0)).counts == {
+        "idle_archived": 0, "idle_survived": 0}
     corrected_new = next(r.id for r in everything(mem).values() if r.supersedes == corrected)
     mem.store_backend.touch(mem.namespace, [corrected_new], clock.now)
-    assert knowledge_decay(make(mem, knowledge_survival_chance=0.0)) == {
-        "idle_purged": 1, "idle_survived": 0}
+    assert knowledge_decay(make(mem, knowledge_survival_chance=0.0)).counts == {
+        "idle_archived": 1, "idle_survived": 0}
     assert set(everything(mem)) == keep
+    assert archived(mem) == {doomed}
 
 
 def test_purged_knowledge_takes_its_links_along(mem: Memory, clock: Clock) -> None:
@@ -171,7 +183,7 @@ def test_decay_follows_the_formula_with_each_memorys_own_rate(mem: Memory, clock
     b = mem.store("event at its own rate", kind="event")
     set_field(mem, b, decay_rate=0.25, confidence=0.8)
     clock.advance(3.5 * DAY)
-    assert confidence_decay(mem) == {"decayed": 2, "soft_deleted": 0}
+    assert confidence_decay(mem).counts == {"decayed": 2, "invalidated": 0}
     got = everything(mem)
     assert got[a].confidence == pytest.approx(0.9 * math.exp(-0.1 * 3.5), rel=1e-12)
     assert got[b].confidence == pytest.approx(0.8 * math.exp(-0.25 * 3.5), rel=1e-12)
@@ -184,7 +196,7 @@ def test_decay_twice_at_the_same_time_changes_nothing(mem: Memory, clock: Clock)
     clock.advance(2 * DAY)
     confidence_decay(mem)
     before = everything(mem)
-    assert confidence_decay(mem) == {"decayed": 0, "soft_deleted": 0}
+    assert confidence_decay(mem).counts == {"decayed": 0, "invalidated": 0}
     assert everything(mem) == before
 
 
@@ -232,9 +244,9 @@ def test_decay_under_the_threshold_soft_deletes(mem: Memory, clock: Clock) -> No
     assert layer is not None
     assert layer[0].entities_of(mem.namespace, [rid])[rid] != []
     clock.advance(DAY)
-    assert confidence_decay(mem) == {"decayed": 1, "soft_deleted": 0}  # 0.06·e^-0.1 = 0.0543
+    assert confidence_decay(mem).counts == {"decayed": 1, "invalidated": 0}  # 0.06·e^-0.1 = 0.0543
     clock.advance(DAY)
-    assert confidence_decay(mem) == {"decayed": 1, "soft_deleted": 1}  # 0.0491 < 0.05
+    assert confidence_decay(mem).counts == {"decayed": 1, "invalidated": 1}  # 0.0491 < 0.05
     record = mem.get(rid)
     assert record.valid_until == clock.now
     assert record.confidence == pytest.approx(0.06 * math.exp(-0.2), rel=1e-12)
@@ -242,7 +254,7 @@ def test_decay_under_the_threshold_soft_deletes(mem: Memory, clock: Clock) -> No
     assert mem.count(include_invalid=True) == 1  # soft: never deleted
     assert layer[0].entities_of(mem.namespace, [rid]) == {rid: []}  # entity links dropped
     clock.advance(30 * DAY)
-    assert confidence_decay(mem) == {"decayed": 0, "soft_deleted": 0}  # invalid: left alone
+    assert confidence_decay(mem).counts == {"decayed": 0, "invalidated": 0}  # invalid: left alone
 
 
 def test_protected_memories_never_decay(mem: Memory, clock: Clock) -> None:
@@ -256,7 +268,7 @@ def test_protected_memories_never_decay(mem: Memory, clock: Clock) -> None:
         set_field(mem, mem.store("core with a rate", kind="core"), decay_rate=0.1).id,
     ]
     clock.advance(100 * DAY)
-    assert confidence_decay(mem) == {"decayed": 0, "soft_deleted": 0}
+    assert confidence_decay(mem).counts == {"decayed": 0, "invalidated": 0}
     assert all(mem.get(i).confidence == 1.0 and mem.get(i).is_valid for i in protected)
 
 
@@ -296,9 +308,9 @@ def test_prune_archives_the_bottom_percent_by_ranking_weight(mem: Memory, clock:
     expected = sorted(ids, key=lambda i: prune_weight(mem, live[i], clock.now))[:2]
     small = make(mem, max_size_bytes=1, prune_percent=10)
 
-    counts = prune(small)
+    counts = prune(small).counts
 
-    assert counts["archived"] == 2 and counts["live_bytes"] > 1
+    assert counts["prune_archived"] == 2 and counts["live_bytes"] > 1
     assert set(live) - set(everything(mem)) == set(expected)
     assert mem.store_backend.archive_count(mem.namespace) == 2
     assert mem.count(include_invalid=True) + 2 == len(live)  # moved, never deleted
@@ -311,23 +323,34 @@ def test_prune_archives_the_bottom_percent_by_ranking_weight(mem: Memory, clock:
 
 
 @file_backends
-def test_prune_rounds_up_and_prefers_invalidated(mem: Memory, clock: Clock) -> None:
-    best = mem.store("well loved", kind="fact")
-    mem.reinforce(best)
-    dead = mem.store("soft deleted", kind="fact")
+def test_prune_rounds_up_and_archives_an_invalidated_memory_before_a_demoted_one(
+    mem: Memory, clock: Clock
+) -> None:
+    demoted = mem.store("often wrong", kind="fact")  # the oldest: first on a tie
+    mem.demote(demoted, 2)
+    clock.advance(DAY)
+    dead = mem.store("corrected away", kind="fact")
+    mem.reinforce(dead)  # valid, it would outweigh everything else
     set_field(mem, dead, valid_until=clock.now)
     mem.store("ordinary", kind="fact")
-    counts = prune(make(mem, max_size_bytes=1))  # 1% of 3 rounds up to 1
-    assert counts["archived"] == 1
-    assert mem.store_backend.archive_count(mem.namespace) == 1
-    assert dead not in everything(mem)
+    live = everything(mem)
+    as_if_valid = live[dead].evolve(valid_until=None)
+    assert prune_weight(mem, live[demoted], clock.now) < prune_weight(mem, as_if_valid, clock.now)
+    assert prune_weight(mem, live[dead], clock.now) == 0.0
+
+    report = prune(make(mem, max_size_bytes=1))  # 1% of 3 rounds up to 1
+
+    assert report.counts["prune_archived"] == 1
+    assert archived(mem) == {dead}  # by weight (0), not by age or tie order
+    assert [(c.step, c.action, c.record.id) for c in report.changes] == [
+        ("prune", "archive", dead)]
 
 
 @file_backends
 def test_no_prune_under_the_size_limit(mem: Memory, clock: Clock) -> None:
     seeded_pool(mem, clock)
-    counts = prune(mem)  # default limit: 100 MB
-    assert counts["archived"] == 0
+    counts = prune(mem).counts  # default limit: 100 MB
+    assert counts["prune_archived"] == 0
     assert 0 < counts["live_bytes"] < mem.settings.lifecycle.max_size_bytes
     assert mem.store_backend.archive_count(mem.namespace) == 0
 
@@ -387,7 +410,7 @@ def test_memory_backend_never_prunes() -> None:
     mem = Memory(MemoryStore(), Settings(embedder=NO_EMBEDDER), clock=clock)
     for i in range(5):
         mem.store(f"fact {i}", kind="fact")
-    assert prune(make(mem, max_size_bytes=0)) == {"archived": 0, "live_bytes": 0}
+    assert prune(make(mem, max_size_bytes=0)).counts == {"prune_archived": 0, "live_bytes": 0}
     assert mem.count() == 5
     rid = mem.list(limit=1)[0].id
     assert mem.store_backend.archive(mem.namespace, [rid], at=1.0) == 1  # archive still works

@@ -63,10 +63,10 @@ def test_decay_job_runs_and_is_recorded(mem: Memory, clock: Clock) -> None:
     run = run_job(mem, "decay", JobContext(rng=random.Random(5)))
     assert run.outcome == "ok" and run.job == "decay" and run.namespace == mem.namespace
     assert run.started_at == run.finished_at == clock.now
-    assert run.counts["hygiene_purged"] == 1
-    assert run.counts["idle_purged"] + run.counts["idle_survived"] == 12
+    assert run.counts["hygiene_archived"] == 1
+    assert run.counts["idle_archived"] + run.counts["idle_survived"] == 12
     assert run.counts["decayed"] == 5  # the preferences; survivors have just been refreshed
-    assert "hygiene_purged 1" in run.message
+    assert "hygiene_archived 1" in run.message
     assert mem.store_backend.runs(mem.namespace, 10) == [run]
 
 
@@ -75,13 +75,13 @@ def test_decay_job_twice_in_a_row_changes_nothing_the_second_time(
 ) -> None:
     seed(mem, clock)
     first = run_job(mem, "decay", JobContext(rng=random.Random(1)))
-    assert first.counts["idle_purged"] > 0 and first.counts["decayed"] > 0
+    assert first.counts["idle_archived"] > 0 and first.counts["decayed"] > 0
     before = snapshot(mem)
     second = run_job(mem, "decay", JobContext(rng=random.Random(1)))
     assert snapshot(mem) == before
     assert {k: v for k, v in second.counts.items() if k != "live_bytes"} == {
-        "hygiene_purged": 0, "idle_purged": 0, "idle_survived": 0, "decayed": 0,
-        "soft_deleted": 0, "archived": 0}
+        "hygiene_archived": 0, "idle_archived": 0, "idle_survived": 0, "decayed": 0,
+        "invalidated": 0, "prune_archived": 0}
     assert [r.id for r in mem.store_backend.runs(mem.namespace, 10)] == [second.id, first.id]
 
 
@@ -336,7 +336,7 @@ def test_a_firing_runs_the_job_in_every_namespace(mem: Memory, clock: Clock) -> 
         mem.with_namespace(ns).store("chat state", kind="conversation")
     clock.advance(8 * DAY)
     runs = Scheduler(utc(mem)).fire("decay")
-    assert [(r.namespace, r.counts["hygiene_purged"]) for r in runs] == [("alice", 1),
+    assert [(r.namespace, r.counts["hygiene_archived"]) for r in runs] == [("alice", 1),
                                                                          ("bob", 1)]
     only = Scheduler(utc(mem), namespaces=["carol"]).fire("reflect")
     assert [(r.namespace, r.outcome) for r in only] == [("carol", "skipped")]
@@ -431,7 +431,7 @@ def test_cli_maintain_decay_json(tmp_path: Path) -> None:
     done = clawmem("--db", db, "--json", "maintain", "decay")
     assert done.returncode == 0, done.stderr
     (run,) = json.loads(done.stdout)["runs"]
-    assert (run["job"], run["outcome"], run["counts"]["hygiene_purged"]) == ("decay", "ok", 0)
+    assert (run["job"], run["outcome"], run["counts"]["hygiene_archived"]) == ("decay", "ok", 0)
     listed = clawmem("--db", db, "--json", "runs")
     assert [r["id"] for r in json.loads(listed.stdout)["runs"]] == [run["id"]]
 

@@ -51,13 +51,14 @@ def test_reads_are_empty_and_counts_zero(none_mem: Memory) -> None:
     assert none_mem.search_by_metadata("a", 1) == []
     stats = none_mem.stats()
     assert stats["backend"] == "none" and stats["total"] == 0 and stats["links"] == 0
+    assert stats["archived"] == 0 and none_mem.archived() == []
 
 
 def test_changes_to_missing_memories_raise_not_found(none_mem: Memory) -> None:
     rid = none_mem.store("gone at once")
     for change in (lambda: none_mem.update(rid, content="x"), lambda: none_mem.forget(rid),
                    lambda: none_mem.reinforce(rid), lambda: none_mem.correct(rid, "y"),
-                   lambda: none_mem.neighbors(rid)):
+                   lambda: none_mem.neighbors(rid), lambda: none_mem.restore(rid)):
         with pytest.raises(NotFoundError):
             change()
 

@@ -620,11 +620,12 @@ def _varied(mem: Memory, clock: Any) -> None:
 
 
 def _comparable(mem: Memory) -> dict[str, dict[str, Any]]:
-    """Every field an export is meant to keep (access bookkeeping is not)."""
+    """Every field an export is meant to keep (access bookkeeping and the arrival in a store
+    are not)."""
     out = {}
     for r in everything(mem).values():
         d = r.to_dict()
-        del d["last_accessed"], d["access_count"]
+        del d["last_accessed"], d["access_count"], d["stored_at"]
         out[r.id] = d
     return out
 

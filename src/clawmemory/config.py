@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 from pydantic_settings import (
@@ -111,6 +111,10 @@ class RecallSettings(BaseModel):
 
 
 class LifecycleSettings(BaseModel):
+    # What a lifecycle job does with a memory it takes out of the live set (hygiene purge, idle
+    # purge): "archive" keeps it searchable and restorable (003's archive); "delete" is 000's
+    # hard delete, an explicit choice.
+    purge: Literal["archive", "delete"] = "archive"
     reinforce_weight: int = 3  # 003
     demote_weight: int = 1  # 003
     hygiene_max_age_s: int = 604_800  # 000: 7 days

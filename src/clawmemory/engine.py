@@ -18,7 +18,7 @@ from clawmemory.errors import ClawMemoryError, InvalidInputError, NotFoundError
 from clawmemory.model import Filter, Hit, MemoryRecord, kind_policy, normalize_kind
 from clawmemory.search.pipeline import RecallRequest, Retriever
 from clawmemory.snapshot import new_id
-from clawmemory.store.base import ORDERS, Store
+from clawmemory.store.base import ORDERS, ArchiveEntry, Store
 from clawmemory.store.factory import open_store
 from clawmemory.validation import (
     check_content,
@@ -313,6 +313,7 @@ class Memory(PortabilityMixin):
             source_role=check_label(fields.pop("source_role"), "source_role"),
             created_at=now,
             updated_at=now,
+            stored_at=now,
             last_accessed=now,  # 000: last_accessed is updated on store
             decay_rate=kind_policy(kind).decay_rate,
             confidence=_confidence(fields.pop("confidence")),
@@ -416,6 +417,24 @@ class Memory(PortabilityMixin):
         if layer is not None:
             layer[0].drop_namespace(self.namespace)
         return removed
+
+    # --- the archive (003) ---------------------------------------------------------------------
+    def restore(self, id_: str) -> MemoryRecord:
+        """Bring an archived memory back into recall, re-indexed; its idle clock restarts.
+        Returns the restored record; raises NotFoundError when no archived memory has that id.
+        (Maintenance archives memories: ``archived()`` lists them.)"""
+        from clawmemory.lifecycle import restore
+
+        return restore(self, id_)
+
+    def archived(self, *, limit: int = 50, offset: int = 0) -> builtins.list[ArchiveEntry]:
+        """Archived memories of this namespace, most recently archived first, each with its
+        ``archived_at``. ``recall(query, archive=True)`` searches them."""
+        if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset < 2**62:
+            raise InvalidInputError("offset must be a non-negative integer below 2**62")
+        return self.store_backend.archive_list(
+            self.namespace, limit=check_limit(limit, maximum=10_000), offset=offset
+        )
 
     # --- feedback and correction (003, 004) -----------------------------------------------------
     def reinforce(self, id_or_key: str, weight: int | None = None) -> MemoryRecord:
@@ -571,7 +590,8 @@ class Memory(PortabilityMixin):
         ``mode``: "keyword" (BM25), "vector" (embeddings), "hybrid" (keyword + vector + entity
         lists fused), or None for the configured default ("auto": hybrid when an embedder
         works, else keyword). ``depth=1`` adds the linked neighbours of the hits (000).
-        ``archive=True`` searches the archive of pruned memories instead (003).
+        ``archive=True`` searches the archive instead: what maintenance moved out of the live
+        set (003 pruning, and the hygiene and idle purges by default).
         Recall counts as access: ``last_accessed`` and ``access_count`` are updated (``touch``).
         """
         if not isinstance(query, str):
@@ -711,6 +731,7 @@ class Memory(PortabilityMixin):
             "total": s.total,
             "by_kind": s.by_kind,
             "invalidated": s.invalidated,
+            "archived": self.store_backend.archive_count(self.namespace),
             "links": s.links,
             "newest": s.newest,
             "oldest": s.oldest,

@@ -81,8 +81,12 @@ class PortabilityMixin:
         transaction, skipping ids and keys that already exist, then index what was created
         (embeddings in batches, entity links; ``progress(done, total)``). Every importer ends
         here."""
+        # Every imported memory arrives now: its source's dates stay (provenance), but idle
+        # clocks start at arrival, so an import never makes a memory look old to this store.
+        now = self.clock()
         parsed = ParsedSnapshot(
-            [r.evolve(namespace=self.namespace) for r in parsed.records], parsed.links
+            [r.evolve(namespace=self.namespace, stored_at=now) for r in parsed.records],
+            parsed.links,
         )
         ids = [r.id for r in parsed.records]
         existing = {

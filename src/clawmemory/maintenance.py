@@ -6,11 +6,16 @@ job            default cron   needs LLM  what it does
 =============  =============  =========  ====================================================
 enrich         0 2 * * *      no [1]     004 accurate NER for memories with few entities
 consolidate    0 3 * * *      yes        004 session consolidation (the LLM layer plugs in)
-decay          0 4 * * *      no         000 hygiene + idle purge, 004 decay, 003 pruning
+decay          0 4 * * *      no         000 hygiene + idle purge, 004 decay, 003 pruning [2]
 reflect        0 3 * * 0      yes        004 weekly reflection (the LLM layer plugs in)
 =============  =============  =========  ====================================================
 
 [1] enrichment needs spaCy or an LLM; with neither it is skipped and says so.
+[2] by default nothing is deleted: purged and pruned memories move to the archive, where they
+    stay searchable and restorable (``lifecycle.py`` has the table of what each step does).
+
+``preview_job`` / ``preview_all`` (``clawmem maintain --dry-run``) show what a run would do,
+memory by memory, and write nothing: not even the run record.
 
 Every run, whatever its outcome (ok, skipped, failed), is recorded in the store's
 ``maintenance_runs`` with its start, end, counts and a one-line message. Cron expressions come
@@ -41,7 +46,7 @@ from clawmemory.errors import ClawMemoryError, ConfigError, InvalidInputError
 from clawmemory.llm.base import LLM
 from clawmemory.llm.factory import close_llm, make_llm
 from clawmemory.llm.usage import MeteredLLM
-from clawmemory.model import Filter
+from clawmemory.model import Filter, MemoryRecord
 from clawmemory.store.base import RunRecord
 
 if TYPE_CHECKING:
@@ -54,6 +59,7 @@ __all__ = [
     "NO_LLM_HINT",
     "Job",
     "JobContext",
+    "JobPreview",
     "RunRecord",
     "ScheduledJob",
     "Scheduler",
@@ -61,6 +67,8 @@ __all__ = [
     "crontab_trigger",
     "find_job",
     "no_llm",
+    "preview_all",
+    "preview_job",
     "run_all",
     "run_job",
 ]
@@ -118,28 +126,47 @@ def _usable_llm(ctx: JobContext) -> LLM | None:
 JobFn = Callable[["Memory", JobContext], Counts]
 
 
+PreviewFn = Callable[["Memory", JobContext], lifecycle.Report]
+
+
 @dataclass(frozen=True, slots=True)
 class Job:
     name: str
     needs_llm: bool  # skipped with NO_LLM when JobContext.llm is None
     run: JobFn
     description: str
+    preview: PreviewFn | None = None  # what a run would do, writing nothing; None: cannot tell
+
+
+@dataclass(frozen=True, slots=True)
+class JobPreview:
+    """What one job would do now (``preview_job``): its outcome and counts as a run would
+    record them, and each memory it would change with the reason."""
+
+    namespace: str
+    job: str
+    outcome: str  # ok | skipped | failed, as a run would end
+    counts: Counts
+    changes: tuple[lifecycle.Change, ...]
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"namespace": self.namespace, "job": self.job, "outcome": self.outcome,
+                "counts": dict(self.counts), "message": self.message,
+                "changes": [c.to_dict() for c in self.changes]}
 
 
 # --- the jobs ------------------------------------------------------------------------------------
 def _decay(mem: Memory, ctx: JobContext) -> Counts:
-    """Order matters: purges first, so decay and pruning do not work on what is deleted anyway."""
-    counts: Counts = {}
-    counts.update(lifecycle.hygiene_purge(mem))
-    counts.update(lifecycle.knowledge_decay(mem, ctx.rng))
-    counts.update(lifecycle.confidence_decay(mem))
-    counts.update(lifecycle.prune(mem))
-    return counts
+    return lifecycle.run_decay(mem, ctx.rng).counts
 
 
-def _enrich(mem: Memory, ctx: JobContext) -> Counts:
-    """004: re-extract entities with the accurate strategy (spaCy and/or LLM) for memories that
-    have few entity links and were never enriched, then stamp ``metadata["enriched_at"]``."""
+def _preview_decay(mem: Memory, ctx: JobContext) -> lifecycle.Report:
+    return lifecycle.run_decay(mem, ctx.rng, dry_run=True)
+
+
+def _enrich_candidates(mem: Memory, ctx: JobContext) -> tuple[Any, Any, list[MemoryRecord]]:
+    """The accurate NER pipeline, the entity index and the memories a run would enrich."""
     from clawmemory.entities import accurate_extra, make_pipeline
 
     layer = mem.components.entity_layer()
@@ -154,9 +181,25 @@ def _enrich(mem: Memory, ctx: JobContext) -> Counts:
              if ENRICHED_AT not in r.metadata]
     linked = index.entities_of(mem.namespace, [r.id for r in fresh])
     chosen = [r for r in fresh if len(linked[r.id]) <= cfg.enrich_max_entities]
+    return accurate, index, chosen[: cfg.enrich_batch]
+
+
+def _preview_enrich(mem: Memory, ctx: JobContext) -> lifecycle.Report:
+    _, _, chosen = _enrich_candidates(mem, ctx)
+    most = mem.settings.maintenance.enrich_max_entities
+    why = f"at most {most} entity links and never enriched: entities extracted again"
+    return lifecycle.Report({"enriched": len(chosen)},
+                            [lifecycle.Change("enrich", "enrich", r, why) for r in chosen])
+
+
+def _enrich(mem: Memory, ctx: JobContext) -> Counts:
+    """004: re-extract entities with the accurate strategy (spaCy and/or LLM) for memories that
+    have few entity links and were never enriched, then stamp ``metadata["enriched_at"]``.
+    Adds entity links; changes no memory's text and removes nothing."""
+    accurate, index, chosen = _enrich_candidates(mem, ctx)
     now, links, stamped = mem.clock(), 0, []
     try:
-        for r in chosen[: cfg.enrich_batch]:
+        for r in chosen:
             # strict: a failing LLM fails the run; the memory is not stamped as enriched
             found = accurate.extract(r.content, strict=True)
             links += len(index.link_mentions(mem.namespace, r.id, found))
@@ -181,11 +224,14 @@ def _llm_step(name: str) -> JobFn:
 JOBS: Mapping[str, Job] = {
     j.name: j
     for j in (
-        Job("enrich", False, _enrich, "Entity enrichment with accurate NER (004)."),
+        Job("enrich", False, _enrich, "Entity enrichment with accurate NER (004): adds entity"
+            " links.", _preview_enrich),
         Job("consolidate", True, _llm_step("consolidate"),
             "Session consolidation into facts (004)."),
         Job("decay", False, _decay,
-            "Hygiene and idle purge (000), confidence decay (004), size pruning (003)."),
+            "Hygiene and idle purges (000) and size pruning (003) move memories to the archive"
+            " (purge = \"delete\": the purges delete); confidence decay (004) lowers"
+            " confidence, invalidating (not deleting) under the threshold.", _preview_decay),
         Job("reflect", True, _llm_step("reflect"), "Weekly reflection (004)."),
     )
 }
@@ -261,6 +307,31 @@ def _context(mem: Memory, ctx: JobContext | None) -> Iterator[JobContext]:
         yield built
     finally:
         built.close()
+
+
+def preview_job(mem: Memory, name: str, ctx: JobContext | None = None) -> JobPreview:
+    """What ``run_job`` would do now, memory by memory, without writing anything (no run is
+    recorded). An LLM job is never run for a preview: what it does depends on the model's
+    answers, so it says so. A job that fails raises its error."""
+    chosen = find_job(name)
+    context = ctx or JobContext()
+    report = lifecycle.Report()
+    try:
+        if chosen.needs_llm and context.llm is None:
+            raise Skipped(NO_LLM)
+        if chosen.preview is None:
+            raise Skipped("skipped: an LLM step cannot be previewed; a run asks the model")
+        report = chosen.preview(mem, context)
+        outcome, message = "ok", _summary(report.counts)
+    except Skipped as exc:
+        outcome, message = "skipped", str(exc)
+    return JobPreview(mem.namespace, chosen.name, outcome, report.counts,
+                      tuple(report.changes), message)
+
+
+def preview_all(mem: Memory, ctx: JobContext | None = None) -> list[JobPreview]:
+    """``preview_job`` for every job, in table order."""
+    return [preview_job(mem, name, ctx) for name in JOBS]
 
 
 # --- scheduling ----------------------------------------------------------------------------------

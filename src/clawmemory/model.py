@@ -36,8 +36,8 @@ class KindPolicy:
     name: str
     origin: str
     decay_rate: float  # Ebbinghaus rate per day for confidence decay (004); 0 = never decays
-    idle_purge: bool  # 000 knowledge decay: purge when idle > knowledge_max_idle_days
-    hygiene_purge: bool  # 000 conversation hygiene: purge when older than hygiene_max_age
+    idle_purge: bool  # 000 knowledge decay: purge (archive by default) when idle too long
+    hygiene_purge: bool  # 000 conversation hygiene: purge (archive by default) when idle too long
     prunable: bool  # 003 size-based pruning may archive it
     description: str
 
@@ -57,7 +57,7 @@ KINDS: Mapping[str, KindPolicy] = {
         KindPolicy("episode", "004", 0.0, False, False, True,
                    "A raw dialogue turn; kept as the source for consolidation."),
         KindPolicy("conversation", "000", 0.0, False, True, True,
-                   "Transient operational state; purged after hygiene_max_age."),
+                   "Transient operational state; archived after hygiene_max_age unused."),
     )
 }
 
@@ -96,6 +96,10 @@ class MemoryRecord:
     created_at: float = 0.0
     event_time: float | None = None  # when the remembered thing happened (004)
     updated_at: float = 0.0
+    # When the memory entered this store's live set: its first store, its import (an import
+    # keeps the source's created_at, but arrives now) or its restore from the archive. An upsert
+    # keeps it. Idle clocks never start before it (lifecycle.idle_since).
+    stored_at: float = 0.0
     last_accessed: float | None = None
     access_count: int = 0
     score: int = 0  # reinforcement (003): +3 reinforce, -1 demote
@@ -124,6 +128,9 @@ class MemoryRecord:
         values["metadata"] = dict(values.get("metadata") or {})
         if "kind" in values:
             values["kind"] = normalize_kind(str(values["kind"]))
+        if values.get("stored_at") is None:  # written before arrival times existed
+            values["stored_at"] = max(values.get("created_at") or 0.0,
+                                      values.get("updated_at") or 0.0)
         return cls(**values)
 
     def evolve(self, **changes: Any) -> MemoryRecord:

@@ -142,6 +142,7 @@ def _entry(entry: Any, *, namespace: str, now: float, max_chars: int) -> MemoryR
         kind = _PTRCLAW_CATEGORY.get(category) or normalize_kind(category)
     created = check_time(entry.get("created_at", entry.get("timestamp")), "created_at") or now
     last = check_time(entry.get("last_accessed"), "last_accessed") or None  # 000: 0 = never
+    updated = check_time(entry.get("updated_at"), "updated_at") or created
     rid = entry.get("id")
     return MemoryRecord(
         id=str(rid) if isinstance(rid, str | int) and str(rid).strip() else new_id(),
@@ -157,7 +158,10 @@ def _entry(entry: Any, *, namespace: str, now: float, max_chars: int) -> MemoryR
         session_id=_opt_str(entry.get("session_id")),
         created_at=created,
         event_time=check_time(entry.get("event_time"), "event_time"),
-        updated_at=check_time(entry.get("updated_at"), "updated_at") or created,
+        updated_at=updated,
+        # A JSON store file keeps it; an import replaces it with the time of arrival
+        # (Memory.import_records). Files from before arrival times: the last write.
+        stored_at=check_time(entry.get("stored_at"), "stored_at") or max(created, updated),
         last_accessed=last,
         access_count=int(_number(entry, "access_count", 0, upper=_MAX_INT)),
         score=int(_number(entry, "score", 0, lower=-_MAX_INT, upper=_MAX_INT))

@@ -354,7 +354,8 @@ class Conversation:
         from clawmemory.lifecycle import hygiene_purge
 
         try:
-            return hygiene_purge(self.history.mem)["hygiene_purged"]
+            counts = hygiene_purge(self.history.mem).counts  # archived, or deleted by policy
+            return counts.get("hygiene_archived", 0) + counts.get("hygiene_deleted", 0)
         except ClawMemoryError as exc:
             log.warning("history: hygiene purge after compaction failed: %s", exc)
             return 0

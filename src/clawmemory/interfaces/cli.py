@@ -286,20 +286,22 @@ def _fields_table(data: Mapping[str, Any]) -> Table:
     return table
 
 
-def _records_table(records: Sequence[MemoryRecord]) -> Table:
+def _records_table(records: Sequence[MemoryRecord], archived: Sequence[Any] = ()) -> Table:
+    """Memories as a table; ``archived``: their ArchiveEntry values, for an archived column."""
     from rich.table import Table
     from rich.text import Text
 
     table = Table()
-    for column in ("id", "kind", "score", "content"):
+    for column in ("id", "kind", "score", *["archived (UTC)"] * bool(archived), "content"):
         table.add_column(column, no_wrap=column != "content")
-    for r in records:
+    when = [_show("created_at", e.archived_at)[:16].replace("T", " ") for e in archived]
+    for n, r in enumerate(records):
         content = Text(_clip(r.content) + ("" if r.is_valid else " (invalidated)"))
         # key and tags ride under the content: an 80-column terminal has no room for columns
         details = [f"key: {r.key}"] * bool(r.key) + [f"tags: {', '.join(r.tags)}"] * bool(r.tags)
         if details:
             content.append("\n" + " · ".join(details), style="dim")
-        table.add_row(r.id, r.kind, str(r.score), content)
+        table.add_row(r.id, r.kind, str(r.score), *when[n : n + 1], content)
     return table
 
 
@@ -576,7 +578,8 @@ def recall_cmd(
     depth: Annotated[int, typer.Option(
         "--depth", help="1 adds the linked neighbours of the hits.")] = 0,
     archive: Annotated[bool, typer.Option(
-        "--archive", help="Search the archive of pruned memories instead.")] = False,
+        "--archive", help="Search the archive instead: what maintenance moved out of recall"
+        " (clawmem restore brings a memory back).")] = False,
 ) -> None:
     """Find the memories most relevant to a query, best first.
 
@@ -616,11 +619,19 @@ def list_cmd(
     offset: Annotated[int, typer.Option(help="Skip this many first.")] = 0,
     order: Annotated[str, typer.Option(help=f"One of: {', '.join(ORDERS)}.")] = "newest",
     include_invalid: InvalidOpt = False,
+    archive: Annotated[bool, typer.Option(
+        "--archive", help="List the archive instead (what maintenance moved there), most"
+        " recently archived first; takes only --limit and --offset.")] = False,
 ) -> None:
     """List memories, newest first, with optional filters.
 
     Example: clawmem list --kind preference --tag ui --limit 10
     """
+    if archive:
+        if kind or tag or tags or session or meta or include_invalid or order != "newest":
+            raise InvalidInputError("--archive takes only --limit and --offset")
+        _list_archive(ctx, limit, offset)
+        return
     with _open(ctx, create=False) as mem:
         records = mem.list(kind=kind or None, tags=_tags(tag, tags), session_id=session,
                            metadata=_meta(meta), include_invalid=include_invalid,
@@ -632,6 +643,15 @@ def list_cmd(
         _emit(ctx, data, _print(lambda: _records_table(records)))
     else:
         _emit(ctx, data, _line("no memories"))
+
+
+def _list_archive(ctx: typer.Context, limit: int, offset: int) -> None:
+    with _open(ctx) as mem:
+        entries = mem.archived(limit=limit, offset=offset)
+    data = {"namespace": mem.namespace, "offset": offset, "count": len(entries),
+            "archive": True, "memories": [e.to_dict() for e in entries]}
+    _emit(ctx, data, _print(lambda: _records_table([e.record for e in entries], entries))
+          if entries else _line("the archive is empty"))
 
 
 @_command("stats")

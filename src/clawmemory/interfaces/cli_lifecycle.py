@@ -1,6 +1,7 @@
-"""``clawmem maintain``, ``clawmem daemon`` and ``clawmem runs``: scheduled maintenance from the
-command line. ``register(app)`` adds them to the ``clawmem`` app; they reuse ``cli.py``'s global
-options, output (``--json``) and error boundary, so they behave like every other command.
+"""``clawmem maintain``, ``clawmem daemon``, ``clawmem runs`` and ``clawmem restore``: scheduled
+maintenance and the archive it fills, from the command line. ``register(app)`` adds them to the
+``clawmem`` app; they reuse ``cli.py``'s global options, output (``--json``) and error boundary,
+so they behave like every other command.
 """
 
 from __future__ import annotations
@@ -17,10 +18,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from clawmemory.engine import Memory
+from clawmemory.errors import NotFoundError
 from clawmemory.interfaces.cli import (
     EXIT_FAILED,
+    EXIT_NOT_FOUND,
+    _clip,
     _console,
     _emit,
+    _fail,
     _globals,
     _guarded,
     _line,
@@ -28,7 +33,16 @@ from clawmemory.interfaces.cli import (
     _print,
     _print_json,
 )
-from clawmemory.maintenance import JOBS, ScheduledJob, Scheduler, run_all, run_job
+from clawmemory.maintenance import (
+    JOBS,
+    JobPreview,
+    ScheduledJob,
+    Scheduler,
+    preview_all,
+    preview_job,
+    run_all,
+    run_job,
+)
 from clawmemory.store.base import RunRecord
 
 if TYPE_CHECKING:
@@ -44,7 +58,8 @@ AllNamespacesOpt = Annotated[bool, typer.Option(
     "--all-namespaces", help="Every namespace in the store, not just the selected one.")]
 
 
-COMMANDS = ("maintain", "daemon", "runs")
+COMMANDS = ("maintain", "daemon", "runs", "restore")
+PREVIEW_ROWS = 20  # changes shown per job in a --dry-run table; --json lists every one
 
 
 # --- rendering -----------------------------------------------------------------------------------
@@ -82,6 +97,39 @@ def _schedule_table(jobs: Sequence[ScheduledJob]) -> Table:
     return table
 
 
+def _preview_table(preview: JobPreview) -> Table:
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table()
+    for column in ("step", "action", "id", "kind", "memory"):
+        table.add_column(column, no_wrap=column != "memory")
+    for c in preview.changes[:PREVIEW_ROWS]:
+        r = c.record
+        memory = Text(f"{r.key}: " if r.key else "", style="bold")
+        memory.append(_clip(r.content, 50))
+        memory.append(f"\nwhy: {c.reason}", style="dim")  # under it: 80 columns are few
+        table.add_row(c.step, c.action, r.id, r.kind, memory)
+    return table
+
+
+def _render_previews(previews: Sequence[JobPreview]) -> Callable[[Console], None]:
+    def render(console: Console) -> None:
+        if not previews:
+            console.print("no namespaces", markup=False)
+        for p in previews:
+            verb = "would" if p.outcome == "ok" else "is"
+            console.print(f"{p.namespace}: {p.job} {verb}: {p.message}", markup=False)
+            if p.changes:
+                console.print(_preview_table(p))
+            if len(p.changes) > PREVIEW_ROWS:
+                console.print(f"... and {len(p.changes) - PREVIEW_ROWS} more (--json lists all)",
+                              markup=False)
+        console.print("dry run: nothing was changed", markup=False)
+
+    return render
+
+
 def _render_runs(runs: Sequence[RunRecord], empty: str) -> Callable[[Console], None]:
     if not runs:
         return _line(empty)
@@ -103,13 +151,29 @@ def maintain_cmd(
     job: Annotated[str, typer.Argument(
         metavar="[JOB]", help=f"One of: {_JOB_NAMES}; or {ALL} (default).")] = ALL,
     all_namespaces: AllNamespacesOpt = False,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Show what each job would do, memory by memory (id, kind, key or"
+        " first words, why), and change nothing.")] = False,
 ) -> None:
     """Run maintenance now (one job, or all) and show the recorded runs.
 
+    What the decay job does to data, by default (\\[lifecycle] purge = "archive"):
+    conversation memories unused for 7 days (hygiene) and facts unused for 30
+    days that lose the 5% survival roll (idle purge) move to the archive, where
+    they stay searchable (recall --archive), listed (list --archive) and
+    restorable (clawmem restore). Confidence decays; a memory under the
+    threshold is invalidated, never deleted. When the live data passes
+    max_size_bytes, the lowest-ranked 1% moves to the archive. With
+    purge = "delete" the hygiene and idle purges delete instead.
+    Enrichment only adds entity links.
+
     Jobs that need an LLM are skipped and say so. Exit code 3 when a job failed.
 
-    Example: clawmem --db agent.db maintain decay
+    Example: clawmem --db agent.db maintain decay --dry-run
     """
+    if dry_run:
+        _preview(ctx, job, all_namespaces)
+        return
     runs: list[RunRecord] = []
     with _open(ctx) as mem:
         for view in _each_namespace(mem, all_namespaces):
@@ -117,6 +181,45 @@ def maintain_cmd(
     _emit(ctx, {"runs": [r.to_dict() for r in runs]}, _render_runs(runs, "no namespaces"))
     if any(r.outcome == "failed" for r in runs):
         raise typer.Exit(EXIT_FAILED)
+
+
+def _preview(ctx: typer.Context, job: str, all_namespaces: bool) -> None:
+    previews: list[JobPreview] = []
+    with _open(ctx) as mem:
+        for view in _each_namespace(mem, all_namespaces):
+            previews.extend(preview_all(view) if job == ALL else [preview_job(view, job)])
+    _emit(ctx, {"dry_run": True, "previews": [p.to_dict() for p in previews]},
+          _render_previews(previews))
+
+
+def restore_cmd(
+    ctx: typer.Context,
+    *,
+    ids: Annotated[list[str], typer.Argument(
+        metavar="ID...", help="Ids of archived memories (clawmem list --archive shows them).")],
+) -> None:
+    """Bring archived memories back into recall, re-indexed.
+
+    Maintenance moves the memories it retires to the archive (see clawmem
+    maintain --help). A restored memory keeps every field; its idle clock
+    starts again now, so the next run does not archive it straight back. If
+    its key was taken meanwhile, it comes back without one. Exit code 1 when
+    an id is not in the archive (the others are still restored).
+
+    Example: clawmem restore 3f2a9c0d1e4b5a67 9c1d2e3f4a5b6c7d
+    """
+    restored, missing = [], []
+    with _open(ctx) as mem:
+        for id_ in ids:
+            try:
+                restored.append(mem.restore(id_))
+            except NotFoundError:
+                missing.append(id_)
+    lines = "\n".join(f"restored {r.id}" for r in restored) or "nothing restored"
+    _emit(ctx, {"restored": [r.to_dict() for r in restored], "missing": missing}, _line(lines))
+    if missing:
+        _fail(f"not in the archive of namespace {mem.namespace!r}: {', '.join(missing)}",
+              EXIT_NOT_FOUND)
 
 
 def runs_cmd(
@@ -176,12 +279,13 @@ def _announce(ctx: typer.Context, jobs: Sequence[ScheduledJob], namespace: str |
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``maintain``, ``daemon`` and ``runs`` to ``app`` behind the CLI's error boundary,
-    replacing earlier commands of those names (so registering twice is harmless)."""
+    """Add ``maintain``, ``daemon``, ``runs`` and ``restore`` to ``app`` behind the CLI's error
+    boundary, replacing earlier commands of those names (so registering twice is harmless)."""
     app.registered_commands = [c for c in app.registered_commands if c.name not in COMMANDS]
     app.command("maintain")(_guarded(maintain_cmd))
     app.command("daemon")(_guarded(daemon_cmd))
     app.command("runs")(_guarded(runs_cmd))
+    app.command("restore")(_guarded(restore_cmd))
 
 
 @contextmanager

@@ -5,8 +5,11 @@
 * reinforcement (003): ``exp(score × score_weight)``; score 3 -> 1.82x, -1 -> 0.82x.
 * recency, two formulas:
   - "koshi" (003, default): ``1 / (1 + days × recency_per_day)``, days since ``last_accessed``
-    (reset by recall and reinforce) or, if never accessed, since ``created_at``;
-  - "half-life" (000): ``exp(-ln 2 × age_s / half_life_s)``, age since creation;
+    (reset by recall and reinforce) or, if never accessed, since ``created_at`` — or since the
+    memory arrived in this store (``stored_at``) when that is later, so an import does not
+    start out old;
+  - "half-life" (000): ``exp(-ln 2 × age_s / half_life_s)``, age since the memory was last
+    written (000's upsert refreshes the entry) or arrived, whichever is later;
   - "none".
 * confidence (004): the memory's 0..1 confidence, lowered by decay and conflicts.
 """
@@ -34,6 +37,10 @@ class Rankable(Protocol):
     def last_accessed(self) -> float | None: ...
     @property
     def confidence(self) -> float: ...
+    @property
+    def updated_at(self) -> float: ...
+    @property
+    def stored_at(self) -> float: ...
 
 
 def reinforcement(record: Rankable, weight: float) -> float:
@@ -44,10 +51,10 @@ def recency(record: Rankable, now: float, cfg: RecallSettings) -> float:
     if cfg.recency == "half-life":
         if cfg.recency_half_life_s <= 0:
             return 1.0
-        age = max(0.0, now - record.created_at)
+        age = max(0.0, now - max(record.created_at, record.updated_at, record.stored_at))
         return math.exp(-math.log(2) * age / cfg.recency_half_life_s)
     if cfg.recency == "koshi":
-        since = record.last_accessed or record.created_at
+        since = max(record.last_accessed or record.created_at, record.stored_at)
         days = max(0.0, now - since) / DAY
         return 1.0 / (1.0 + days * cfg.recency_per_day)
     return 1.0

@@ -17,6 +17,7 @@ from clawmemory.model import Filter, MemoryRecord
 __all__ = [
     "ORDERS",
     "OUTCOMES",
+    "ArchiveEntry",
     "Link",
     "RankInfo",
     "RunRecord",
@@ -44,6 +45,19 @@ class RankInfo:
     created_at: float
     last_accessed: float | None
     confidence: float
+    updated_at: float = 0.0  # recency counts from the last write or arrival, not creation
+    stored_at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveEntry:
+    """An archived memory (003) and when it was archived."""
+
+    record: MemoryRecord
+    archived_at: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.record.to_dict(), "archived_at": self.archived_at}
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +132,8 @@ class Store(Protocol):
     # --- records -------------------------------------------------------------------------------
     def put(self, record: MemoryRecord) -> tuple[MemoryRecord, bool]:
         """Insert ``record``; if it has a key that exists in its namespace, update that memory
-        in place instead (id, created_at, score, access_count and confidence are kept).
+        in place instead (id, created_at, stored_at, score, access_count and confidence are
+        kept).
         Atomic. Returns the stored record and whether it was newly created."""
         ...
 
@@ -238,6 +253,13 @@ class Store(Protocol):
         ...
 
     def archive_count(self, namespace: str) -> int: ...
+
+    def archive_list(
+        self, namespace: str, *, limit: int, offset: int = 0
+    ) -> builtins.list[ArchiveEntry]:
+        """Archived records, most recently archived first (ties: the newest memory first, then
+        by id)."""
+        ...
 
     def restore(self, namespace: str, id_: str) -> MemoryRecord | None:
         """Move an archived record back into the live set, or None when it is not archived. If

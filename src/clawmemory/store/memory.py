@@ -19,6 +19,7 @@ from functools import lru_cache
 
 from clawmemory.model import Filter, MemoryRecord
 from clawmemory.store.base import (
+    ArchiveEntry,
     Link,
     RankInfo,
     RunRecord,
@@ -138,7 +139,7 @@ class MemoryStore:
             return existing, False
         merged = record.evolve(id=existing.id, created_at=existing.created_at,
                                score=existing.score, access_count=existing.access_count,
-                               confidence=existing.confidence)
+                               confidence=existing.confidence, stored_at=existing.stored_at)
         self._write(merged)
         return merged, False
 
@@ -442,6 +443,14 @@ class MemoryStore:
                 versions += [(r, True) for r in self._life.store._ns[namespace].records.values()]
         return connected_versions(versions, id_)
 
+    def archive_list(
+        self, namespace: str, *, limit: int, offset: int = 0
+    ) -> builtins.list[ArchiveEntry]:
+        with self._lock:
+            entries = [ArchiveEntry(r, at) for r, at in self.archived(namespace)]
+        entries.sort(key=lambda e: (-e.archived_at, -e.record.created_at, e.record.id))
+        return entries[offset : offset + limit]
+
     def archived(self, namespace: str) -> builtins.list[tuple[MemoryRecord, float]]:
         """Every archived record of the namespace with its archive time (for persistence)."""
         with self._lock:
@@ -505,7 +514,8 @@ class _Lifecycle:
 
 
 def _info(r: MemoryRecord) -> RankInfo:
-    return RankInfo(r.id, r.score, r.created_at, r.last_accessed, r.confidence)
+    return RankInfo(r.id, r.score, r.created_at, r.last_accessed, r.confidence, r.updated_at,
+                    r.stored_at)
 
 
 def _copy(ns: _Namespace) -> _Namespace:

@@ -7,7 +7,15 @@ import builtins
 from collections.abc import Sequence
 
 from clawmemory.model import Filter, MemoryRecord
-from clawmemory.store.base import Link, RankInfo, RunRecord, StoreStats, TextHit, Version
+from clawmemory.store.base import (
+    ArchiveEntry,
+    Link,
+    RankInfo,
+    RunRecord,
+    StoreStats,
+    TextHit,
+    Version,
+)
 
 __all__ = ["NoneStore"]
 
@@ -109,6 +117,11 @@ class NoneStore:
 
     def archive_count(self, namespace: str) -> int:
         return 0
+
+    def archive_list(
+        self, namespace: str, *, limit: int, offset: int = 0
+    ) -> builtins.list[ArchiveEntry]:
+        return []
 
     def restore(self, namespace: str, id_: str) -> MemoryRecord | None:
         return None

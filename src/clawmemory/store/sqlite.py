@@ -25,6 +25,7 @@ from clawmemory import private
 from clawmemory.errors import ConfigError, SchemaError, StorageError
 from clawmemory.model import Filter, MemoryRecord, meta_equal
 from clawmemory.store.base import (
+    ArchiveEntry,
     Link,
     RankInfo,
     RunRecord,
@@ -44,6 +45,7 @@ COLUMNS = (
     "id", "namespace", "key", "kind", "content", "tags", "metadata", "source", "source_role",
     "source_ids", "session_id", "created_at", "event_time", "updated_at", "last_accessed",
     "access_count", "score", "confidence", "decay_rate", "valid_until", "supersedes",
+    "stored_at",
 )
 SELECT = ", ".join(f"m.{c}" for c in COLUMNS)
 INSERT = (
@@ -54,7 +56,9 @@ UPDATE = (
     + ", ".join(f"{c} = ?" for c in COLUMNS if c != "id")
     + " WHERE namespace = ? AND id = ?"
 )
-RANK_SELECT = "m.id, m.score, m.created_at, m.last_accessed, m.confidence"
+RANK_SELECT = (
+    "m.id, m.score, m.created_at, m.last_accessed, m.confidence, m.updated_at, m.stored_at"
+)
 ORDER_SQL = {
     "newest": "m.created_at DESC, m.seq DESC",
     "oldest": "m.created_at ASC, m.seq ASC",
@@ -90,7 +94,7 @@ def _meta_eq(actual_json: Any, wanted_json: str) -> bool:
 def _row_to_record(row: Sequence[Any]) -> MemoryRecord:
     (id_, ns, key, kind, content, tags, metadata, source, source_role, source_ids, session_id,
      created_at, event_time, updated_at, last_accessed, access_count, score, confidence,
-     decay_rate, valid_until, supersedes) = row[: len(COLUMNS)]
+     decay_rate, valid_until, supersedes, stored_at) = row[: len(COLUMNS)]
     return MemoryRecord(
         id=id_, namespace=ns, key=key, kind=kind, content=content,
         tags=tuple(json.loads(tags)), metadata=json.loads(metadata), source=source,
@@ -98,12 +102,12 @@ def _row_to_record(row: Sequence[Any]) -> MemoryRecord:
         session_id=session_id, created_at=created_at, event_time=event_time,
         updated_at=updated_at, last_accessed=last_accessed, access_count=access_count,
         score=score, confidence=confidence, decay_rate=decay_rate, valid_until=valid_until,
-        supersedes=supersedes,
+        supersedes=supersedes, stored_at=stored_at,
     )
 
 
 def _rank_hit(row: Sequence[Any]) -> TextHit:
-    return TextHit(RankInfo(row[0], row[1], row[2], row[3], row[4]), float(row[5]))
+    return TextHit(RankInfo(*row[:7]), float(row[7]))
 
 
 def _record_values(r: MemoryRecord) -> builtins.list[Any]:
@@ -113,7 +117,7 @@ def _record_values(r: MemoryRecord) -> builtins.list[Any]:
         json.dumps(dict(r.metadata), ensure_ascii=False, sort_keys=True),
         r.source, r.source_role, json.dumps(list(r.source_ids)), r.session_id, r.created_at,
         r.event_time, r.updated_at, r.last_accessed, r.access_count, r.score, r.confidence,
-        r.decay_rate, r.valid_until, r.supersedes,
+        r.decay_rate, r.valid_until, r.supersedes, r.stored_at,
     ]
 
 
@@ -437,6 +441,7 @@ class SQLiteStore:
         merged = record.evolve(
             id=existing.id, created_at=existing.created_at, score=existing.score,
             access_count=existing.access_count, confidence=existing.confidence,
+            stored_at=existing.stored_at,
         )
         self._replace(merged)
         return merged, False
@@ -836,6 +841,15 @@ class SQLiteStore:
     def archive_count(self, namespace: str) -> int:
         return int(self._query("SELECT COUNT(*) FROM memories_archive WHERE namespace = ?",
                                (namespace,))[0][0])
+
+    def archive_list(
+        self, namespace: str, *, limit: int, offset: int = 0
+    ) -> builtins.list[ArchiveEntry]:
+        rows = self._query(
+            "SELECT record, archived_at FROM memories_archive WHERE namespace = ? ORDER BY"
+            " archived_at DESC, record ->> '$.created_at' DESC, id LIMIT ? OFFSET ?",
+            (namespace, limit, offset))
+        return [ArchiveEntry(MemoryRecord.from_dict(json.loads(r)), at) for r, at in rows]
 
     def restore(self, namespace: str, id_: str) -> MemoryRecord | None:
         with self.write():

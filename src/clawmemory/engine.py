@@ -7,6 +7,7 @@ import builtins
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -36,6 +37,21 @@ __all__ = ["ImportReport", "Memory"]
 
 log = logging.getLogger("clawmemory")
 _UNSET: Any = object()
+
+
+def _after_previous(
+    records: Sequence[MemoryRecord], preceding: Sequence[Sequence[MemoryRecord]]
+) -> builtins.list[MemoryRecord]:
+    """New turns timed no earlier than the turn they follow: a concurrent writer whose clock
+    read later may have committed first, and turn order must stay the order of the chain."""
+    out = []
+    for r, prev in zip(records, preceding, strict=True):
+        last = prev[-1].created_at if prev else r.created_at
+        if last > r.created_at:
+            r = r.evolve(created_at=last, updated_at=max(r.updated_at, last),
+                         last_accessed=max(r.last_accessed or last, last))
+        out.append(r)
+    return out
 
 
 def _confidence(value: Any) -> float:
@@ -129,6 +145,8 @@ class Memory(PortabilityMixin):
         )
 
     def close(self) -> None:
+        """Let the background worker embed what this process queued, then close the store."""
+        self.components.close()
         self.store_backend.close()
 
     def __enter__(self) -> Memory:
@@ -173,18 +191,7 @@ class Memory(PortabilityMixin):
             source_ids=source_ids,
             confidence=confidence,
         )
-        preceding = self._preceding([record])
-        vectors = self.components.embed_documents([record], preceding)  # outside any lock
-        links = self._sequence_links([record], preceding)
-        if links:  # the record and its link to the previous turn in one transaction
-            stored = self.store_backend.put_many([record], skip_existing_keys=False, links=links)[
-                0
-            ][0]
-        else:
-            stored, _ = self.store_backend.put(record)
-        self._index([stored], dict(vectors))
-        self._mirror([stored])
-        return stored.id
+        return self._write([record])[0].id
 
     def store_many(
         self, items: Iterable[Mapping[str, Any]], *, batch_size: int | None = None
@@ -218,20 +225,87 @@ class Memory(PortabilityMixin):
         return ids
 
     def _store_batch(self, records: builtins.list[MemoryRecord]) -> builtins.list[str]:
-        if not records:
-            return []
-        preceding = self._preceding(records)
-        vectors = dict(self.components.embed_documents(records, preceding))
-        results = self.store_backend.put_many(
-            records, skip_existing_keys=False, links=self._sequence_links(records, preceding)
-        )
+        return [r.id for r in self._write(records)] if records else []
+
+    def _write(
+        self, records: Sequence[MemoryRecord], *, background: bool = False
+    ) -> builtins.list[MemoryRecord]:
+        """Write new records with everything derived from them: the link to the previous turn
+        of their session, their entity links and their vector-queue rows, all in one
+        transaction (the store's write lock also serialises finding the previous turn, so
+        concurrent turns of one session form a single chain). Then their vectors: now
+        (``vector_writes == "sync"``), by the background worker (``background``), or by the
+        next process that has the model loaded (``"queue"``)."""
+        mentions = self._mentions(records)  # pure computation: before the lock is taken
+        with self._transaction():
+            preceding = self._preceding(records)
+            records = _after_previous(records, preceding)
+            results = self.store_backend.put_many(
+                records, skip_existing_keys=False, links=self._sequence_links(records, preceding)
+            )
+            entries = self._derive(results, mentions)
         stored = [r for r, _ in results]
         self._mirror(stored)
-        self._index(
-            stored,
-            {s.id: vectors[r.id] for r, s in zip(records, stored, strict=True) if r.id in vectors},
-        )
-        return [r.id for r in stored]
+        self._fill(stored, entries, {s.id: p for s, p in zip(stored, preceding, strict=True)},
+                   background=background)
+        return stored
+
+    def _mentions(self, records: Sequence[MemoryRecord]) -> builtins.list[Any]:
+        """The fast NER's mentions of each record ([] when entities are off)."""
+        layer = self.components.entity_layer()
+        return [layer[1].extract(r.content) for r in records] if layer is not None else []
+
+    def _derive(
+        self, results: Sequence[tuple[MemoryRecord, bool]], mentions: Sequence[Any]
+    ) -> builtins.list[tuple[str, str, int, int]]:
+        """Inside the records' write transaction: their entity links (``mentions`` per record,
+        empty when entities are off; an updated record's stale links are dropped) and their
+        vector-queue rows, returned as queue entries."""
+        layer = self.components.entity_layer()
+        if layer is not None and mentions:
+            for replace in (False, True):
+                items = [(r.id, m) for (r, created), m in zip(results, mentions, strict=True)
+                         if created is not replace]
+                if items:
+                    layer[0].link_many(self.namespace, items, replace=replace)
+        queue = self.components.vector_queue()
+        if queue is None:
+            return []
+        return queue.queue_vectors(self.namespace, [r.id for r, _ in results], self.clock())
+
+    def _fill(
+        self,
+        records: Sequence[MemoryRecord],
+        entries: Sequence[tuple[str, str, int, int]],
+        preceding: dict[str, builtins.list[MemoryRecord]],
+        *,
+        background: bool = False,
+    ) -> None:
+        """Vectors of records just written: now (``vector_writes == "sync"``), by the
+        background worker (``background``), or left queued for the next process with the model
+        loaded (``"queue"``). A failed embedding leaves the queue row, never the record."""
+        queue = self.components.vector_queue()
+        if queue is None:  # no queue on this backend: embed now, as it always did
+            store = self.components.vectors()
+            vectors = self.components.embed_documents(
+                records, [preceding.get(r.id, []) for r in records])
+            if store is not None and vectors:
+                store.upsert(self.namespace, vectors)
+            return
+        if background:
+            worker = self.components.worker()
+            if worker is not None:
+                worker.submit([e[2] for e in entries])
+        elif self.components.vector_writes == "sync":
+            from clawmemory.indexing import fill_vectors
+
+            fill_vectors(self.components, queue, entries, preceding)
+
+    def _transaction(self) -> AbstractContextManager[Any]:
+        """One write transaction on SQLite (re-entrant); elsewhere the process-wide write lock,
+        which is all the atomicity an in-process backend has."""
+        write = getattr(self.store_backend, "write", None)
+        return write() if callable(write) else self.components.write_lock
 
     def _mirror(
         self, written: Sequence[MemoryRecord] = (), removed: Sequence[MemoryRecord] = ()
@@ -252,12 +326,12 @@ class Memory(PortabilityMixin):
     def _preceding(
         self, records: Sequence[MemoryRecord]
     ) -> builtins.list[builtins.list[MemoryRecord]]:
-        """The earlier turns of each new episode, looked up once for both the embedding context
-        and the sequence link."""
+        """The earlier turns of each new episode, looked up once (inside the write transaction)
+        for both the embedding context and the sequence link."""
         n = max(
             self.settings.embedder.context_turns, 1 if self.settings.storage.sequence_links else 0
         )
-        return self.components.preceding_turns(records, n)
+        return self.components.preceding_turns(records, n, new=True)
 
     def _sequence_links(
         self, records: Sequence[MemoryRecord], preceding: Sequence[Sequence[MemoryRecord]]
@@ -271,21 +345,6 @@ class Memory(PortabilityMixin):
             for r, prev in zip(records, preceding, strict=True)
             if prev and not r.key
         ]  # a keyed episode is an upsert target, not a turn
-
-    def _index(
-        self, records: Sequence[MemoryRecord], vectors: Mapping[str, Any], *, replace: bool = False
-    ) -> None:
-        """Derived indexes of freshly written records: vectors and entity links (``replace``:
-        the content of an existing memory changed, so drop links it no longer supports)."""
-        store = self.components.vectors()
-        if store is not None and vectors:
-            store.upsert(self.namespace, list(vectors.items()))
-        layer = self.components.entity_layer()
-        if layer is not None:
-            index, ner = layer
-            index.link_many(
-                self.namespace, [(r.id, ner.extract(r.content)) for r in records], replace=replace
-            )
 
     def _new_record(self, content: str, **fields: Any) -> MemoryRecord:
         cfg = self.settings.storage
@@ -355,15 +414,14 @@ class Memory(PortabilityMixin):
         if event_time is not _UNSET:
             changes["event_time"] = check_time(event_time, "event_time")
         updated = current.evolve(**changes)
-        vectors = (
-            self.components.embed_documents([updated])
-            if "content" in changes or "key" in changes
-            else []
-        )
-        self.store_backend.replace(updated)
+        text_changed = updated.content != current.content or updated.key != current.key
+        mentions = self._mentions([updated]) if "content" in changes else []
+        with self._transaction():
+            self.store_backend.replace(updated)
+            entries = self._derive([(updated, False)], mentions) if text_changed else []
         self._mirror([updated])
-        if "content" in changes:
-            self._index([updated], dict(vectors), replace=True)
+        if text_changed:
+            self._fill([updated], entries, {})
         return updated
 
     def forget(self, id_or_key: str) -> MemoryRecord:
@@ -457,11 +515,13 @@ class Memory(PortabilityMixin):
             confidence=1.0,
         ).evolve(key=old.key, supersedes=old.id, score=old.score)
         retired = old.evolve(valid_until=now, key=None, updated_at=now)
-        vectors = self.components.embed_documents([new])
-        self.store_backend.replace(retired)
-        self.store_backend.put(new)
+        mentions = self._mentions([new])
+        with self._transaction():
+            self.store_backend.replace(retired)
+            self.store_backend.put(new)
+            entries = self._derive([(new, True)], mentions)
         self._mirror([retired, new])
-        self._index([new], dict(vectors))
+        self._fill([new], entries, {})
         return new
 
     def history(self, id_or_key: str) -> builtins.list[MemoryRecord]:

@@ -8,6 +8,8 @@ enrich         0 2 * * *      no [1]     004 accurate NER for memories with few 
 consolidate    0 3 * * *      yes        004 session consolidation (the LLM layer plugs in)
 decay          0 4 * * *      no         000 hygiene + idle purge, 004 decay, 003 pruning
 reflect        0 3 * * 0      yes        004 weekly reflection (the LLM layer plugs in)
+repair         15 * * * *     no         embed queued memories (ADR 0008), rebuild missing
+                                         entity links and turn-to-turn chains (repair.py)
 =============  =============  =========  ====================================================
 
 [1] enrichment needs spaCy or an LLM; with neither it is skipped and says so.
@@ -126,6 +128,10 @@ def _enrich(mem: Memory, ctx: JobContext) -> Counts:
     return {"enriched": len(stamped), "entity_links": links}
 
 
+def _repair(mem: Memory, ctx: JobContext) -> Counts:
+    return mem.repair()
+
+
 def _llm_step(name: str) -> JobFn:
     def run(mem: Memory, ctx: JobContext) -> Counts:
         step = ctx.steps.get(name)
@@ -145,6 +151,8 @@ JOBS: Mapping[str, Job] = {
         Job("decay", False, _decay,
             "Hygiene and idle purge (000), confidence decay (004), size pruning (003)."),
         Job("reflect", True, _llm_step("reflect"), "Weekly reflection (004)."),
+        Job("repair", False, _repair,
+            "Embed queued memories; rebuild missing entity links and turn chains."),
     )
 }
 

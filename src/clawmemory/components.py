@@ -61,6 +61,7 @@ class Components:
         self._worker: VectorWorker | None = None
         # Serialises "find the previous turn + insert + link" on backends without transactions.
         self.write_lock = threading.RLock()
+        self.warm_note = ""  # what the last warm-up did, for a server's start-up line
 
     # --- embeddings ----------------------------------------------------------------------------
     @property
@@ -142,6 +143,15 @@ class Components:
                 or (not self._embedder_given and e.provider in ("", "none"))):
             return None
         return self.store
+
+    def queued(self, namespace: str | None) -> int:
+        """How many memories of ``namespace`` (None: of every namespace) wait for their vector
+        (0 without a queue)."""
+        from clawmemory.store.sqlite import SQLiteStore
+
+        if not isinstance(self.store, SQLiteStore):
+            return 0
+        return self.store.vector_queue_size(namespace)
 
     def worker(self) -> VectorWorker | None:
         """The background embedding worker (created on first use), or None without a queue."""

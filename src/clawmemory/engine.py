@@ -121,18 +121,23 @@ class Memory(PortabilityMixin):
             embedder=embedder,
         )
 
-    def warm_up(self) -> None:
-        """Load the embedder and vector index in a background thread, so a server's first
-        recall does not pay the model's load time (seconds). Returns at once."""
-        import threading
-
-        def load() -> None:
-            try:
-                self.components.vectors()
-            except Exception:
-                log.debug("warm-up failed", exc_info=True)
-
-        threading.Thread(target=load, name="clawmemory-warm-up", daemon=True).start()
+    def warm_up(self) -> str:
+        """Load the embedding model and the vector index now, so a server's first call does
+        not wait for them, and start embedding whatever waits in the vector queue (in the
+        background). Blocks until loaded; returns a line for the server's log."""
+        started = time.perf_counter()
+        if self.components.vectors() is None:
+            note = f"keyword recall only ({self.components.vector_status()})"
+        else:
+            note = (f"embedder {self.components.embedder.name} warmed up in"
+                    f" {time.perf_counter() - started:.2f} s")
+            worker = self.components.worker()
+            waiting = self.components.queued(None)
+            if worker is not None and waiting:
+                worker.sweep()
+                note += f"; embedding {waiting} queued memories in the background"
+        self.components.warm_note = note
+        return note
 
     def with_namespace(self, namespace: str) -> Memory:
         """The same store (and the same loaded embedder) seen as another tenant."""
@@ -648,8 +653,9 @@ class Memory(PortabilityMixin):
             include_invalid=include_invalid,
         )
         now = self.clock()
-        req = RecallRequest(self.namespace, query, limit, flt, now, self._mode(mode), depth)
-        hits = self._retriever().recall(req)
+        chosen = self._mode(mode)
+        req = RecallRequest(self.namespace, query, limit, flt, now, chosen, depth)
+        hits = self._retriever(chosen).recall(req)
         if touch and hits:
             self._after_recall(hits, now)
             hits = [
@@ -677,8 +683,10 @@ class Memory(PortabilityMixin):
             )
         return mode
 
-    def _retriever(self) -> Retriever:
-        vectors = self.components.vectors()
+    def _retriever(self, mode: str) -> Retriever:
+        # Keyword recall never loads the embedding model (a cold `clawmem recall --mode
+        # keyword` must not pay for it).
+        vectors = None if mode == "keyword" else self.components.vectors()
         return Retriever(
             self.store_backend,
             self.settings.recall,
@@ -770,4 +778,5 @@ class Memory(PortabilityMixin):
             "oldest": s.oldest,
             "size_bytes": s.size_bytes,
             "vectors": self.components.vector_status(),
+            "vectors_queued": self.components.queued(self.namespace),
         }

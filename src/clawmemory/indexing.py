@@ -95,19 +95,31 @@ class VectorWorker:
         self.batch = batch
         self._cv = threading.Condition()
         self._own: set[int] = set()
+        self._sweep: int | None = None  # sweeping the whole queue: the last seq done
         self._stopping = False
         self._thread: threading.Thread | None = None
 
     def submit(self, seqs: Sequence[int]) -> None:
+        """Embed these queue rows (this process wrote them) soon."""
         with self._cv:
             if self._stopping:
                 return  # closing: the rows stay queued for the next process
             self._own.update(seqs)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="clawmemory-vectors",
-                                                daemon=True)
-                self._thread.start()
-            self._cv.notify_all()
+            self._start()
+
+    def sweep(self) -> None:
+        """Embed everything that waits, whoever queued it (a server that just warmed up)."""
+        with self._cv:
+            if not self._stopping and self._sweep is None:
+                self._sweep = 0
+                self._start()
+
+    def _start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="clawmemory-vectors",
+                                            daemon=True)
+            self._thread.start()
+        self._cv.notify_all()
 
     def pending(self) -> int:
         """Rows this process queued that are not embedded yet."""
@@ -115,12 +127,14 @@ class VectorWorker:
             return len(self._own)
 
     def wait_idle(self, timeout: float | None = None) -> bool:
-        """Block until this process's own rows are done; False on timeout."""
+        """Block until this process's own rows are done (and a sweep finished); False on
+        timeout."""
         with self._cv:
-            return self._cv.wait_for(lambda: not self._own, timeout)
+            return self._cv.wait_for(lambda: not self._own and self._sweep is None, timeout)
 
     def stop(self) -> None:
-        """Finish this process's own rows, then end the thread."""
+        """Finish this process's own rows (a sweep stops after its current batch), then end
+        the thread."""
         with self._cv:
             self._stopping = True
             self._cv.notify_all()
@@ -131,23 +145,35 @@ class VectorWorker:
     def _run(self) -> None:
         while True:
             with self._cv:
-                while not self._own and not self._stopping:
+                while not self._own and self._sweep is None and not self._stopping:
                     self._cv.wait()
-                if not self._own:
+                if self._stopping:
+                    self._sweep = None
+                if not self._own and self._sweep is None:
+                    self._cv.notify_all()
                     return  # stopping, and nothing of ours is left
-                after = min(self._own) - 1
-            try:
-                rows = self.queue.queued_vectors(None, self.batch, after=after,
-                                                 max_attempts=WORKER_MAX_ATTEMPTS)
-                if rows:
-                    fill_vectors(self.components, self.queue, rows)
-            except Exception:  # never let the thread die silently: the rows stay queued
-                log.exception("background embedding failed; the memories stay queued for"
-                              " `clawmem maintain`")
-                rows = []
+                own = bool(self._own)
+                after = min(self._own) - 1 if own else int(self._sweep or 0)
+            rows = self._batch(after)
             with self._cv:
-                if rows:
+                if own and rows:
                     self._own.difference_update(r[2] for r in rows)
-                else:  # ours were embedded elsewhere, forgotten, or keep failing
+                elif own:  # ours were embedded elsewhere, forgotten, or keep failing
                     self._own.clear()
+                elif rows:
+                    self._sweep = rows[-1][2]
+                else:
+                    self._sweep = None
                 self._cv.notify_all()
+
+    def _batch(self, after: int) -> list[QueueEntry]:
+        try:
+            rows = self.queue.queued_vectors(None, self.batch, after=after,
+                                             max_attempts=WORKER_MAX_ATTEMPTS)
+            if rows:
+                fill_vectors(self.components, self.queue, rows)
+        except Exception:  # never let the thread die silently: the rows stay queued
+            log.exception("background embedding failed; the memories stay queued for"
+                          " `clawmem maintain`")
+            return []
+        return rows

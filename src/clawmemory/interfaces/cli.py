@@ -161,9 +161,13 @@ def _globals(ctx: typer.Context) -> _Globals:
 
 
 @contextmanager
-def _open(ctx: typer.Context) -> Iterator[Memory]:
+def _open(ctx: typer.Context, *, defer_vectors: bool = False) -> Iterator[Memory]:
+    """The command's Memory. ``defer_vectors``: writes only queue their vectors, so the command
+    never loads the embedding model (the server, `maintain` or `backfill` fill them)."""
     g = _globals(ctx)
     with _open_memory(g.db, g.namespace, g.backend.value if g.backend else None) as mem:
+        if defer_vectors:
+            mem.components.vector_writes = "queue"
         yield mem
 
 
@@ -398,7 +402,7 @@ def add_cmd(
 
     Example: clawmem add "User prefers dark mode" --kind preference --tag ui
     """
-    with _open(ctx) as mem:
+    with _open(ctx, defer_vectors=True) as mem:
         memory_id = mem.store(_text_arg(content), key=key, kind=kind, tags=_tags(tag, tags),
                               metadata=_meta(meta), session_id=session, source=source,
                               event_time=event_time)
@@ -427,7 +431,7 @@ def update_cmd(
         changes["content"] = _text_arg(content)
     if not changes:
         raise InvalidInputError("nothing to update: give --content, --tags, --kind or --key")
-    with _open(ctx) as mem:
+    with _open(ctx, defer_vectors=True) as mem:
         record = mem.update(id_or_key, **changes)
     _emit(ctx, record.to_dict(), _line(f"updated {record.id}"))
 
@@ -518,7 +522,7 @@ def correct_cmd(
 
     Example: clawmem correct hmac-rule "HMAC covers the raw body, even when empty" --reason "API v2"
     """
-    with _open(ctx) as mem:
+    with _open(ctx, defer_vectors=True) as mem:
         record = mem.correct(id_or_key, _text_arg(new_content), tags=tags, reason=reason)
     _emit(ctx, record.to_dict(), _line(f"corrected {record.supersedes} -> {record.id}"))
 

@@ -290,12 +290,17 @@ class Components:
 
     # --- entities ------------------------------------------------------------------------------
     def entity_layer(self) -> tuple[Any, Any] | None:
-        """(entity index, NER pipeline) or None when entities are off or unsupported."""
+        """(entity index, NER pipeline) or None when entities are off or unsupported.
+
+        Lock-free once decided: writers call it inside a store transaction, while a thread
+        binding the vectors holds this object's lock and waits for the store."""
+        if self._entities_tried:
+            return (self._entities, self._ner) if self._entities is not None else None
         with self._lock:
             if not self._entities_tried:
-                self._entities_tried = True
                 if self.settings.entities.enabled:
                     self._entities, self._ner = _make_entity_layer(self.store)
+                self._entities_tried = True  # last: lock-free readers then see the layer
             return (self._entities, self._ner) if self._entities is not None else None
 
 

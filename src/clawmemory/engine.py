@@ -45,12 +45,11 @@ def _after_previous(
     """New turns timed no earlier than the turn they follow: a concurrent writer whose clock
     read later may have committed first, and turn order must stay the order of the chain."""
     out = []
-    for r, prev in zip(records, preceding, strict=True):
-        last = prev[-1].created_at if prev else r.created_at
-        if last > r.created_at:
-            r = r.evolve(created_at=last, updated_at=max(r.updated_at, last),
-                         last_accessed=max(r.last_accessed or last, last))
-        out.append(r)
+    for record, prev in zip(records, preceding, strict=True):
+        last = prev[-1].created_at if prev else record.created_at
+        out.append(record if last <= record.created_at else record.evolve(
+            created_at=last, updated_at=max(record.updated_at, last),
+            last_accessed=max(record.last_accessed or last, last)))
     return out
 
 

@@ -185,7 +185,7 @@ class PortabilityMixin:
         memories never linked, and the turn-to-turn chain of sessions. Counts per kind."""
         from clawmemory.repair import repair
 
-        return repair(self)
+        return repair(self.with_namespace(self.namespace))
 
     def _embed_missing(
         self, vectors: Any, total: int, progress: Callable[[int, int], None] | None, batch_size: int

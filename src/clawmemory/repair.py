@@ -17,6 +17,7 @@ nightly run reads only what arrived since.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -119,7 +120,7 @@ def _chains(mem: Memory, store: SQLiteStore, mark: int, head: int) -> tuple[int,
 
 def _fix_chain(mem: Memory, episodes: Sequence[MemoryRecord]) -> tuple[int, int]:
     ns, backend = mem.namespace, mem.store_backend
-    wanted = {tuple(sorted((p.id, c.id))) for p, c in zip(episodes, episodes[1:], strict=False)
+    wanted = {tuple(sorted((p.id, c.id))) for p, c in itertools.pairwise(episodes)
               if not c.key}  # a keyed episode is an upsert target, not a turn (as on write)
     members = {e.id for e in episodes}
     have: set[tuple[str, ...]] = set()

@@ -25,7 +25,7 @@ class LocalOptions:
         runtime: str = "auto",
         *,
         threads: int | None = None,
-        cache_dir: Path | None = None,
+        cache_dir: Path | str | None = None,
         allow_download: bool = False,
     ) -> None:
         runtime = (runtime or "auto").strip().lower()
@@ -36,7 +36,7 @@ class LocalOptions:
             raise ConfigError(f"embedder threads must be at least 1, got {threads}")
         self.runtime = runtime
         self.threads = threads
-        self.cache_dir = cache_dir
+        self.cache_dir = Path(cache_dir).expanduser() if cache_dir else None
         self.allow_download = allow_download
 
 

@@ -180,7 +180,7 @@ def download_default(target: Path) -> Path:
         except OSError:
             if not (target / "model.onnx").is_file():
                 raise
-    except OSError as exc:
+    except Exception as exc:  # the hub client raises its own HTTP and validation errors
         raise ConfigError(f"could not download {DEFAULT_HUB_REPO}: {exc}") from exc
     finally:
         shutil.rmtree(work, ignore_errors=True)

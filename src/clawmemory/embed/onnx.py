@@ -275,7 +275,7 @@ class _Runtime:
             feed = {"input_ids": ids, "attention_mask": mask}
             if "token_type_ids" in self.inputs:  # the hub's exports take it too
                 feed["token_type_ids"] = np.zeros_like(ids)
-            states = self.session.run(None, feed)[0]
+            states: F32 = self.session.run(None, feed)[0]
             if out is None:
                 out = np.zeros((len(seqs), states.shape[-1]), dtype=np.float32)
             for row, i in enumerate(chosen):
@@ -284,5 +284,6 @@ class _Runtime:
                 else:
                     out[i] = states[row, starts[i] : len(seqs[i])].mean(0, dtype=np.float64)
         if out is None:
-            return np.zeros((0, self.dimension(None)), dtype=np.float32)
+            empty: F32 = np.zeros((0, self.dimension(None)), dtype=np.float32)
+            return empty
         return out

@@ -290,6 +290,8 @@ class Memory(PortabilityMixin):
         loaded (``"queue"``). A failed embedding leaves the queue row, never the record."""
         queue = self.components.vector_queue()
         if queue is None:  # no queue on this backend: embed now, as it always did
+            if self.components.vector_writes == "queue":
+                return  # a one-shot command on an in-process store: nothing would keep them
             store = self.components.vectors()
             vectors = self.components.embed_documents(
                 records, [preceding.get(r.id, []) for r in records])

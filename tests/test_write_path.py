@@ -187,7 +187,7 @@ def test_a_vector_of_text_that_changed_meanwhile_is_not_stored(tmp_path: Path) -
         assert queue is not None
         mem.components.vector_writes = "queue"
         mem.update("office", content="The office moves to Glasgow")
-        (old,) = queue.queued_vectors("default", 10)
+        (old,) = queue.pending("default", 10)
         mem.update("office", content="The office moves to Dundee")
         assert fill_vectors(mem.components, queue, [old]) == 0  # text changed since it was read
         assert mem.backfill() == 1

@@ -22,7 +22,7 @@ from clawmemory.vectors import VectorStore, vector_store_for
 
 if TYPE_CHECKING:
     from clawmemory.indexing import VectorWorker
-    from clawmemory.store.sqlite import SQLiteStore
+    from clawmemory.vectors.queue import VectorQueue
 
 __all__ = ["Components"]
 
@@ -62,6 +62,7 @@ class Components:
         # Serialises "find the previous turn + insert + link" on backends without transactions.
         self.write_lock = threading.RLock()
         self.warm_note = ""  # what the last warm-up did, for a server's start-up line
+        self._queue = _queue_for(store)
 
     # --- embeddings ----------------------------------------------------------------------------
     @property
@@ -132,26 +133,19 @@ class Components:
     def _new_vector_store(self) -> VectorStore | None:
         return vector_store_for(self.store, centre_min_rows=self.settings.recall.centre_min_rows)
 
-    def vector_queue(self) -> SQLiteStore | None:
-        """The store holding the vector queue when new memories should be queued there: a
-        SQLite file with sqlite-vec and an embedder configured. Loads nothing."""
-        from clawmemory.store.sqlite import SQLiteStore
-
+    def vector_queue(self) -> VectorQueue | None:
+        """The vector queue when new memories should be queued: a SQLite file with sqlite-vec
+        and an embedder configured. Loads nothing."""
         e = self.settings.embedder
-        if (not isinstance(self.store, SQLiteStore) or not self.store.vec_available
-                or (self._embedder_given and self._embedder is None)
+        if (self._queue is None or (self._embedder_given and self._embedder is None)
                 or (not self._embedder_given and e.provider in ("", "none"))):
             return None
-        return self.store
+        return self._queue
 
     def queued(self, namespace: str | None) -> int:
         """How many memories of ``namespace`` (None: of every namespace) wait for their vector
         (0 without a queue)."""
-        from clawmemory.store.sqlite import SQLiteStore
-
-        if not isinstance(self.store, SQLiteStore):
-            return 0
-        return self.store.vector_queue_size(namespace)
+        return self._queue.size(namespace) if self._queue is not None else 0
 
     def worker(self) -> VectorWorker | None:
         """The background embedding worker (created on first use), or None without a queue."""
@@ -302,6 +296,16 @@ class Components:
                     self._entities, self._ner = _make_entity_layer(self.store)
                 self._entities_tried = True  # last: lock-free readers then see the layer
             return (self._entities, self._ner) if self._entities is not None else None
+
+
+def _queue_for(store: Store) -> VectorQueue | None:
+    from clawmemory.store.sqlite import SQLiteStore
+
+    if not isinstance(store, SQLiteStore) or not store.vec_available:
+        return None
+    from clawmemory.vectors.queue import VectorQueue
+
+    return VectorQueue(store)
 
 
 def document_text(record: MemoryRecord, context: Sequence[str] = ()) -> str:

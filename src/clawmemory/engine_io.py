@@ -196,7 +196,7 @@ class PortabilityMixin:
             from clawmemory.indexing import fill_vectors
 
             after = 0
-            while rows := queue.queued_vectors(self.namespace, batch_size, after=after):
+            while rows := queue.pending(self.namespace, batch_size, after=after):
                 done += fill_vectors(self.components, queue, rows)
                 after = rows[-1][2]
                 if progress:

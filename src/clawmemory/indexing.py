@@ -20,13 +20,12 @@ from clawmemory.errors import ClawMemoryError
 if TYPE_CHECKING:
     from clawmemory.components import Components
     from clawmemory.model import MemoryRecord
-    from clawmemory.store.sqlite import SQLiteStore
+    from clawmemory.vectors.queue import QueueEntry, VectorQueue
 
-__all__ = ["QueueEntry", "VectorWorker", "drain_queue", "fill_vectors"]
+__all__ = ["VectorWorker", "drain_queue", "fill_vectors"]
 
 log = logging.getLogger("clawmemory")
 
-QueueEntry = tuple[str, str, int, int]  # namespace, memory id, seq, token
 # The background worker leaves rows that failed this often to `clawmem maintain`, so a memory
 # the model cannot embed does not keep a core busy.
 WORKER_MAX_ATTEMPTS = 3
@@ -34,7 +33,7 @@ WORKER_MAX_ATTEMPTS = 3
 
 def fill_vectors(
     components: Components,
-    queue: SQLiteStore,
+    queue: VectorQueue,
     entries: Sequence[QueueEntry],
     preceding: dict[str, list[MemoryRecord]] | None = None,
 ) -> int:
@@ -49,7 +48,7 @@ def fill_vectors(
     for entry in entries:
         by_ns.setdefault(entry[0], []).append(entry)
     for ns, group in by_ns.items():
-        records = queue.get_many(ns, [e[1] for e in group])
+        records = queue.store.get_many(ns, [e[1] for e in group])
         if not records:
             continue
         before = None if preceding is None else [preceding.get(r.id, []) for r in records]
@@ -58,7 +57,7 @@ def fill_vectors(
         except ClawMemoryError as exc:
             log.warning("embedding %d queued memories failed (%s); they stay queued for"
                         " `clawmem maintain`", len(records), exc)
-            queue.vector_failed([e[2] for e in group], str(exc))
+            queue.failed([e[2] for e in group], str(exc))
             continue
         stored += vectors.upsert(ns, embedded, queued={e[1]: e[3] for e in group})
     return stored
@@ -66,7 +65,7 @@ def fill_vectors(
 
 def drain_queue(
     components: Components,
-    queue: SQLiteStore,
+    queue: VectorQueue,
     namespace: str | None,
     batch: int,
     max_attempts: int | None = None,
@@ -75,8 +74,7 @@ def drain_queue(
     many vectors were stored. One pass in queue order: rows that fail stay for the next one."""
     done = 0
     after = 0
-    while rows := queue.queued_vectors(namespace, batch, after=after,
-                                       max_attempts=max_attempts):
+    while rows := queue.pending(namespace, batch, after=after, max_attempts=max_attempts):
         done += fill_vectors(components, queue, rows)
         after = rows[-1][2]
     return done
@@ -89,7 +87,7 @@ class VectorWorker:
     (``batch`` rows), newest rows of its own first, then whatever else waits (rows another
     process left). ``stop()`` lets it finish this process's own rows, then ends it."""
 
-    def __init__(self, components: Components, queue: SQLiteStore, batch: int) -> None:
+    def __init__(self, components: Components, queue: VectorQueue, batch: int) -> None:
         self.components = components
         self.queue = queue
         self.batch = batch
@@ -168,8 +166,8 @@ class VectorWorker:
 
     def _batch(self, after: int) -> list[QueueEntry]:
         try:
-            rows = self.queue.queued_vectors(None, self.batch, after=after,
-                                             max_attempts=WORKER_MAX_ATTEMPTS)
+            rows = self.queue.pending(None, self.batch, after=after,
+                                      max_attempts=WORKER_MAX_ATTEMPTS)
             if rows:
                 fill_vectors(self.components, self.queue, rows)
         except Exception:  # never let the thread die silently: the rows stay queued

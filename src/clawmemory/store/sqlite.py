@@ -475,58 +475,6 @@ class SQLiteStore:
                 (now, namespace, *ids),
             )
 
-    # --- vector queue (migration 004, ADR 0008) ------------------------------------------------
-    def queue_vectors(
-        self, namespace: str, ids: Sequence[str], now: float
-    ) -> builtins.list[tuple[str, str, int, int]]:
-        """Mark memories as waiting for their vector and return their queue entries
-        (namespace, id, seq, token). Joins the caller's transaction, so a memory and its queue
-        row are written together."""
-        out: builtins.list[tuple[str, str, int, int]] = []
-        with self.write():
-            for part in _chunks(ids, 500):
-                rows = self.conn.execute(
-                    "SELECT id, seq FROM memories WHERE namespace = ? AND"
-                    f" id IN ({', '.join('?' * len(part))})", (namespace, *part)).fetchall()
-                for mid, seq in rows:
-                    token = random.getrandbits(62)
-                    self.conn.execute(
-                        "INSERT OR REPLACE INTO vector_queue (seq, namespace, token, queued_at)"
-                        " VALUES (?, ?, ?, ?)", (seq, namespace, token, now))
-                    out.append((namespace, str(mid), int(seq), token))
-        return out
-
-    def queued_vectors(
-        self,
-        namespace: str | None,
-        limit: int,
-        *,
-        after: int = 0,
-        max_attempts: int | None = None,
-    ) -> builtins.list[tuple[str, str, int, int]]:
-        """Waiting memories, oldest first: (namespace, id, seq, token); every namespace when
-        ``namespace`` is None. ``after``: only rows past this seq; ``max_attempts``: only rows
-        that failed fewer times."""
-        return [(str(ns), str(i), int(seq), int(tok)) for ns, i, seq, tok in self._query(
-            "SELECT q.namespace, m.id, q.seq, q.token FROM vector_queue q JOIN memories m"
-            " ON m.seq = q.seq WHERE (? IS NULL OR q.namespace = ?) AND q.seq > ?"
-            " AND (? IS NULL OR q.attempts < ?) ORDER BY q.seq LIMIT ?",
-            (namespace, namespace, after, max_attempts, max_attempts, limit))]
-
-    def vector_queue_size(self, namespace: str | None) -> int:
-        """How many memories wait for a vector (in one namespace, or all when None)."""
-        return int(self._query(
-            "SELECT COUNT(*) FROM vector_queue WHERE ? IS NULL OR namespace = ?",
-            (namespace, namespace))[0][0])
-
-    def vector_failed(self, seqs: Sequence[int], error: str) -> None:
-        """Count a failed embedding attempt; the rows stay queued for a later repair."""
-        with self.write():
-            for seq in seqs:
-                self.conn.execute(
-                    "UPDATE vector_queue SET attempts = attempts + 1, last_error = ?"
-                    " WHERE seq = ?", (error[:500], seq))
-
     # --- keyword search ------------------------------------------------------------------------
     def keyword_search(
         self, namespace: str, terms: Sequence[str], flt: Filter, *, limit: int

@@ -63,6 +63,7 @@ class Components:
         self.write_lock = threading.RLock()
         self.warm_note = ""  # what the last warm-up did, for a server's start-up line
         self._queue = _queue_for(store)
+        self._embedder_problem: str | None = None
 
     # --- embeddings ----------------------------------------------------------------------------
     @property
@@ -96,9 +97,8 @@ class Components:
                                    allow_download=e.allow_download),
             )
         except (ImportError, ClawMemoryError) as exc:
-            log.warning(
-                "embedder %r unavailable (%s): keyword and entity recall only", e.provider, exc
-            )
+            # Said once, by vectors(), with the reason.
+            self._embedder_problem = f"embedder {e.provider!r} unavailable ({exc})"
             return None
 
     def vectors(self) -> VectorStore | None:
@@ -117,7 +117,8 @@ class Components:
     def _bind(self) -> str:
         embedder = self.embedder
         if embedder is None:
-            return "no embedder configured: keyword and entity recall only"
+            return (f"{self._embedder_problem or 'no embedder configured'}: keyword and entity"
+                    " recall only")
         vectors = self._new_vector_store()
         if vectors is None:
             return f"the {self.store.backend} backend cannot store vectors: keyword recall only"

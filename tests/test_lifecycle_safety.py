@@ -64,7 +64,9 @@ def rows_of(mem: Memory) -> list[dict[str, Any]]:
 
 
 def files(folder: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+    """Every file's bytes but SQLite's -shm, the WAL index every reader writes its marks in."""
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())
+            if p.is_file() and not p.name.endswith("-shm")}
 
 
 # --- imports are not old to this store -----------------------------------------------------------
@@ -340,7 +342,7 @@ def test_a_preview_changes_no_byte_and_shows_exactly_what_the_run_does(
     assert mem.store_backend.runs(mem.namespace, 10) == []  # a preview records no run
     assert [(p.job, p.outcome) for p in previews] == [
         ("enrich", "skipped"), ("consolidate", "skipped"), ("decay", "ok"),
-        ("reflect", "skipped")]
+        ("reflect", "skipped"), ("repair", "ok")]
     decay = previews[2]
     planned = [(c.step, c.action, c.record.id) for c in decay.changes]
     name = {v: k for k, v in ids.items()}

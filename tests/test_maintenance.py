@@ -96,8 +96,9 @@ def test_llm_jobs_are_skipped_without_an_llm(mem: Memory, name: str) -> None:
 
 def test_run_all_runs_every_job_in_table_order(mem: Memory) -> None:
     runs = run_all(mem)
-    assert [r.job for r in runs] == list(JOBS) == ["enrich", "consolidate", "decay", "reflect"]
-    assert [r.outcome for r in runs][1:] == ["skipped", "ok", "skipped"]
+    assert [r.job for r in runs] == list(JOBS) == [
+        "enrich", "consolidate", "decay", "reflect", "repair"]
+    assert [r.outcome for r in runs][1:] == ["skipped", "ok", "skipped", "ok"]
     assert [r.job for r in mem.store_backend.runs(mem.namespace, 10)] == list(reversed(list(JOBS)))
 
 
@@ -182,7 +183,8 @@ def test_a_misconfigured_llm_fails_the_jobs_that_use_it(
     broken = Memory(mem.store_backend, cfg, namespace=mem.namespace, clock=mem.clock)
     runs = {r.job: r for r in run_all(broken)}
     assert {j: r.outcome for j, r in runs.items()} == {
-        "enrich": "failed", "consolidate": "failed", "decay": "ok", "reflect": "failed"}
+        "enrich": "failed", "consolidate": "failed", "decay": "ok", "reflect": "failed",
+        "repair": "ok"}
     assert "set the environment variable OPENAI_API_KEY" in runs["consolidate"].message
 
 
@@ -266,7 +268,7 @@ def test_scheduler_registers_the_specified_cron_triggers(mem: Memory) -> None:
     scheduler = Scheduler(utc(mem))
     assert [(j.name, j.cron) for j in scheduler.jobs()] == [
         ("enrich", "0 2 * * *"), ("consolidate", "0 3 * * *"), ("decay", "0 4 * * *"),
-        ("reflect", "0 3 * * 0")]
+        ("reflect", "0 3 * * 0"), ("repair", "15 * * * *")]
     assert all(isinstance(scheduler.trigger(name), CronTrigger) for name in scheduler.crons)
     saturday = datetime(2024, 1, 6, 5, 0, tzinfo=UTC)
     nxt = {n: scheduler.trigger(n).get_next_fire_time(None, saturday) for n in scheduler.crons}
@@ -275,6 +277,7 @@ def test_scheduler_registers_the_specified_cron_triggers(mem: Memory) -> None:
         "consolidate": datetime(2024, 1, 7, 3, 0, tzinfo=UTC),
         "decay": datetime(2024, 1, 7, 4, 0, tzinfo=UTC),
         "reflect": datetime(2024, 1, 7, 3, 0, tzinfo=UTC),  # Sunday
+        "repair": datetime(2024, 1, 6, 5, 15, tzinfo=UTC),  # hourly
     }
     monday = datetime(2024, 1, 8, 5, 0, tzinfo=UTC)
     assert scheduler.trigger("reflect").get_next_fire_time(None, monday) == datetime(
@@ -284,7 +287,7 @@ def test_scheduler_registers_the_specified_cron_triggers(mem: Memory) -> None:
 def test_scheduler_crons_come_from_settings(mem: Memory) -> None:
     scheduler = Scheduler(utc(mem, decay="30 5 * * 1-5", reflect=""))
     assert scheduler.crons == {"enrich": "0 2 * * *", "consolidate": "0 3 * * *",
-                               "decay": "30 5 * * 1-5"}
+                               "decay": "30 5 * * 1-5", "repair": "15 * * * *"}
     friday = datetime(2024, 1, 5, 6, 0, tzinfo=UTC)
     assert scheduler.trigger("decay").get_next_fire_time(None, friday) == datetime(
         2024, 1, 8, 5, 30, tzinfo=UTC)
@@ -479,7 +482,7 @@ def test_cli_daemon_prints_the_schedule_and_stops_on_sigterm(tmp_path: Path) -> 
         schedule = json.loads("".join(lines))
         assert {j["job"]: j["cron"] for j in schedule["schedule"]} == {
             "enrich": "0 2 * * *", "consolidate": "0 3 * * *", "decay": "0 4 * * *",
-            "reflect": "0 6 * * 6"}
+            "reflect": "0 6 * * 6", "repair": "15 * * * *"}
         assert all(j["next_run"].endswith("+00:00") for j in schedule["schedule"])
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0

@@ -20,6 +20,10 @@ from clawmemory.model import Filter, MemoryRecord
 from clawmemory.store.base import Store
 from clawmemory.vectors import VectorStore, vector_store_for
 
+if TYPE_CHECKING:
+    from clawmemory.indexing import VectorWorker
+    from clawmemory.vectors.queue import VectorQueue
+
 __all__ = ["Components"]
 
 log = logging.getLogger("clawmemory")
@@ -50,6 +54,16 @@ class Components:
         self._ner: Any = None
         self._entities_tried = False
         self._mirrors: dict[str, Any] = {}
+        # "sync": a write embeds its memories right after it commits (the library's default);
+        # "queue": writes only queue them (one-shot CLI commands: no model load). observe()
+        # always leaves them to the background worker.
+        self.vector_writes = "sync"
+        self._worker: VectorWorker | None = None
+        # Serialises "find the previous turn + insert + link" on backends without transactions.
+        self.write_lock = threading.RLock()
+        self.warm_note = ""  # what the last warm-up did, for a server's start-up line
+        self._queue = _queue_for(store)
+        self._embedder_problem: str | None = None
         self._forget_hooks: list[Callable[[str], None]] = []
 
     # --- state kept above the store ------------------------------------------------------------
@@ -81,6 +95,7 @@ class Components:
             return None
         try:
             from clawmemory.embed import make_embedder
+            from clawmemory.embed.factory import LocalOptions
 
             api_key = e.api_key
             if api_key is None and e.provider == "openai":  # 000: fall back to the usual variable
@@ -93,11 +108,12 @@ class Components:
                 dimensions=e.dimensions,
                 batch_size=e.batch_size,
                 query_cache_size=e.query_cache_size,
+                local=LocalOptions(e.runtime, threads=e.threads, cache_dir=e.cache_dir,
+                                   allow_download=e.allow_download),
             )
         except (ImportError, ClawMemoryError) as exc:
-            log.warning(
-                "embedder %r unavailable (%s): keyword and entity recall only", e.provider, exc
-            )
+            # Said once, by vectors(), with the reason.
+            self._embedder_problem = f"embedder {e.provider!r} unavailable ({exc})"
             return None
 
     def vectors(self) -> VectorStore | None:
@@ -116,7 +132,8 @@ class Components:
     def _bind(self) -> str:
         embedder = self.embedder
         if embedder is None:
-            return "no embedder configured: keyword and entity recall only"
+            return (f"{self._embedder_problem or 'no embedder configured'}: keyword and entity"
+                    " recall only")
         vectors = self._new_vector_store()
         if vectors is None:
             return f"the {self.store.backend} backend cannot store vectors: keyword recall only"
@@ -131,6 +148,39 @@ class Components:
 
     def _new_vector_store(self) -> VectorStore | None:
         return vector_store_for(self.store, centre_min_rows=self.settings.recall.centre_min_rows)
+
+    def vector_queue(self) -> VectorQueue | None:
+        """The vector queue when new memories should be queued: a SQLite file with sqlite-vec
+        and an embedder configured. Loads nothing."""
+        e = self.settings.embedder
+        if (self._queue is None or (self._embedder_given and self._embedder is None)
+                or (not self._embedder_given and e.provider in ("", "none"))):
+            return None
+        return self._queue
+
+    def queued(self, namespace: str | None) -> int:
+        """How many memories of ``namespace`` (None: of every namespace) wait for their vector
+        (0 without a queue)."""
+        return self._queue.size(namespace) if self._queue is not None else 0
+
+    def worker(self) -> VectorWorker | None:
+        """The background embedding worker (created on first use), or None without a queue."""
+        queue = self.vector_queue()
+        if queue is None:
+            return None
+        with self._lock:
+            if self._worker is None:
+                from clawmemory.indexing import VectorWorker
+
+                self._worker = VectorWorker(self, queue, self.settings.embedder.worker_batch)
+            return self._worker
+
+    def close(self) -> None:
+        """Let the worker embed what this process queued, then stop it."""
+        with self._lock:
+            worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.stop()
 
     def loaded_vectors(self) -> VectorStore | None:
         """The vector store if it is already bound; never loads a model."""
@@ -194,10 +244,15 @@ class Components:
             out.update(zip(ctx, vecs, strict=True))
         return [(r.id, out[i]) for i, r in enumerate(records)]
 
-    def preceding_turns(self, records: Sequence[MemoryRecord], n: int) -> list[list[MemoryRecord]]:
+    def preceding_turns(
+        self, records: Sequence[MemoryRecord], n: int, *, new: bool = False
+    ) -> list[list[MemoryRecord]]:
         """For each episode with a session, up to ``n`` turns recorded before it in that session,
         oldest first: from the same batch when they are in it, else from the store (one query
-        per session). Works for new records and for stored ones (reindex, backfill)."""
+        per session). Works for stored records (reindex, backfill) and, with ``new``, for
+        records about to be written: then every stored turn counts as earlier, whatever its
+        time (a concurrent writer's clock may have run ahead; the caller holds the write
+        lock and moves the new turn's time up to the last one)."""
         out: list[list[MemoryRecord]] = [[] for _ in records]
         if n <= 0:
             return out
@@ -214,7 +269,7 @@ class Components:
                     Filter(
                         kinds=("episode",),
                         session_id=r.session_id,
-                        created_before=math.nextafter(r.created_at, math.inf),
+                        created_before=None if new else math.nextafter(r.created_at, math.inf),
                     ),
                     limit=n + 1,
                     order="newest",
@@ -245,13 +300,28 @@ class Components:
 
     # --- entities ------------------------------------------------------------------------------
     def entity_layer(self) -> tuple[Any, Any] | None:
-        """(entity index, NER pipeline) or None when entities are off or unsupported."""
+        """(entity index, NER pipeline) or None when entities are off or unsupported.
+
+        Lock-free once decided: writers call it inside a store transaction, while a thread
+        binding the vectors holds this object's lock and waits for the store."""
+        if self._entities_tried:
+            return (self._entities, self._ner) if self._entities is not None else None
         with self._lock:
             if not self._entities_tried:
-                self._entities_tried = True
                 if self.settings.entities.enabled:
                     self._entities, self._ner = _make_entity_layer(self.store)
+                self._entities_tried = True  # last: lock-free readers then see the layer
             return (self._entities, self._ner) if self._entities is not None else None
+
+
+def _queue_for(store: Store) -> VectorQueue | None:
+    from clawmemory.store.sqlite import SQLiteStore
+
+    if not isinstance(store, SQLiteStore) or not store.vec_available:
+        return None
+    from clawmemory.vectors.queue import VectorQueue
+
+    return VectorQueue(store)
 
 
 def document_text(record: MemoryRecord, context: Sequence[str] = ()) -> str:

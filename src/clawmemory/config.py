@@ -69,6 +69,12 @@ class EmbedderSettings(BaseModel):
     batch_size: int = 64
     query_cache_size: int = 1024  # LRU of query embeddings
     context_turns: int = 1  # an episode is embedded after this many earlier turns of its session
+    # local provider (ADR 0013): "auto" = ONNX Runtime, torch only for models without a graph
+    runtime: str = "auto"  # auto | onnx | torch
+    threads: int | None = Field(default=None, ge=1)  # None = half the usable CPUs (ONNX)
+    cache_dir: Path | None = None  # ONNX model folders; None = ~/.cache/clawmemory/models
+    allow_download: bool = False  # may fetch the ONNX model from the Hugging Face hub
+    worker_batch: int = Field(default=32, ge=1)  # background embedding: records per batch
 
 
 class EntitySettings(BaseModel):
@@ -130,6 +136,7 @@ class MaintenanceSettings(BaseModel):
     weekday; "" leaves the job unscheduled), in ``timezone`` (None = this machine's)."""
 
     enabled: bool = True  # False: `clawmem daemon` schedules nothing
+    repair: str = "15 * * * *"  # vector queue + missing derived rows (ADR 0013), hourly
     enrich: str = "0 2 * * *"  # 004 entity enrichment, nightly 02:00
     consolidate: str = "0 3 * * *"  # 004 session consolidation, nightly 03:00
     decay: str = "0 4 * * *"  # 004 decay + 000 hygiene + 003 pruning (pruneSchedule), 04:00

@@ -31,6 +31,7 @@ from clawmemory.validation import (
     check_tags,
     check_time,
 )
+from clawmemory.write_path import WritePathMixin
 
 __all__ = ["ImportReport", "Memory"]
 
@@ -44,7 +45,7 @@ def _confidence(value: Any) -> float:
     return float(value)
 
 
-class Memory(PortabilityMixin):
+class Memory(WritePathMixin, PortabilityMixin):
     """Long-term memory for one namespace (tenant) over one store.
 
     >>> with Memory.open("/tmp/demo.db") as mem:           # doctest: +SKIP
@@ -112,18 +113,23 @@ class Memory(PortabilityMixin):
             embedder=embedder,
         )
 
-    def warm_up(self) -> None:
-        """Load the embedder and vector index in a background thread, so a server's first
-        recall does not pay the model's load time (seconds). Returns at once."""
-        import threading
-
-        def load() -> None:
-            try:
-                self.components.vectors()
-            except Exception:
-                log.debug("warm-up failed", exc_info=True)
-
-        threading.Thread(target=load, name="clawmemory-warm-up", daemon=True).start()
+    def warm_up(self) -> str:
+        """Load the embedding model and the vector index now, so a server's first call does
+        not wait for them, and start embedding whatever waits in the vector queue (in the
+        background). Blocks until loaded; returns a line for the server's log."""
+        started = time.perf_counter()
+        if self.components.vectors() is None:
+            note = f"keyword recall only ({self.components.vector_status()})"
+        else:
+            note = (f"embedder {self.components.embedder.name} warmed up in"
+                    f" {time.perf_counter() - started:.2f} s")
+            worker = self.components.worker()
+            waiting = self.components.queued(None)
+            if worker is not None and waiting:
+                worker.sweep()
+                note += f"; embedding {waiting} queued memories in the background"
+        self.components.warm_note = note
+        return note
 
     def with_namespace(self, namespace: str) -> Memory:
         """The same store (and the same loaded embedder) seen as another tenant."""
@@ -136,6 +142,8 @@ class Memory(PortabilityMixin):
         )
 
     def close(self) -> None:
+        """Let the background worker embed what this process queued, then close the store."""
+        self.components.close()
         self.store_backend.close()
 
     def __enter__(self) -> Memory:
@@ -180,18 +188,7 @@ class Memory(PortabilityMixin):
             source_ids=source_ids,
             confidence=confidence,
         )
-        preceding = self._preceding([record])
-        vectors = self.components.embed_documents([record], preceding)  # outside any lock
-        links = self._sequence_links([record], preceding)
-        if links:  # the record and its link to the previous turn in one transaction
-            stored = self.store_backend.put_many([record], skip_existing_keys=False, links=links)[
-                0
-            ][0]
-        else:
-            stored, _ = self.store_backend.put(record)
-        self._index([stored], dict(vectors))
-        self._mirror([stored])
-        return stored.id
+        return self._write([record])[0].id
 
     def store_many(
         self, items: Iterable[Mapping[str, Any]], *, batch_size: int | None = None
@@ -225,20 +222,7 @@ class Memory(PortabilityMixin):
         return ids
 
     def _store_batch(self, records: builtins.list[MemoryRecord]) -> builtins.list[str]:
-        if not records:
-            return []
-        preceding = self._preceding(records)
-        vectors = dict(self.components.embed_documents(records, preceding))
-        results = self.store_backend.put_many(
-            records, skip_existing_keys=False, links=self._sequence_links(records, preceding)
-        )
-        stored = [r for r, _ in results]
-        self._mirror(stored)
-        self._index(
-            stored,
-            {s.id: vectors[r.id] for r, s in zip(records, stored, strict=True) if r.id in vectors},
-        )
-        return [r.id for r in stored]
+        return [r.id for r in self._write(records)] if records else []
 
     def _mirror(
         self, written: Sequence[MemoryRecord] = (), removed: Sequence[MemoryRecord] = ()
@@ -255,44 +239,6 @@ class Memory(PortabilityMixin):
                 mirror.remove(r)
         except ClawMemoryError as exc:
             log.warning("markdown mirror: %s (`clawmem export --format markdown` rebuilds it)", exc)
-
-    def _preceding(
-        self, records: Sequence[MemoryRecord]
-    ) -> builtins.list[builtins.list[MemoryRecord]]:
-        """The earlier turns of each new episode, looked up once for both the embedding context
-        and the sequence link."""
-        n = max(
-            self.settings.embedder.context_turns, 1 if self.settings.storage.sequence_links else 0
-        )
-        return self.components.preceding_turns(records, n)
-
-    def _sequence_links(
-        self, records: Sequence[MemoryRecord], preceding: Sequence[Sequence[MemoryRecord]]
-    ) -> builtins.list[tuple[str, str, float, str]]:
-        """Links from each episode to the turn before it in its session (origin "sequence"),
-        so recall can follow a dialogue (depth=1, neighbour smoothing)."""
-        if not self.settings.storage.sequence_links:
-            return []
-        return [
-            (prev[-1].id, r.id, 1.0, "sequence")
-            for r, prev in zip(records, preceding, strict=True)
-            if prev and not r.key
-        ]  # a keyed episode is an upsert target, not a turn
-
-    def _index(
-        self, records: Sequence[MemoryRecord], vectors: Mapping[str, Any], *, replace: bool = False
-    ) -> None:
-        """Derived indexes of freshly written records: vectors and entity links (``replace``:
-        the content of an existing memory changed, so drop links it no longer supports)."""
-        store = self.components.vectors()
-        if store is not None and vectors:
-            store.upsert(self.namespace, list(vectors.items()))
-        layer = self.components.entity_layer()
-        if layer is not None:
-            index, ner = layer
-            index.link_many(
-                self.namespace, [(r.id, ner.extract(r.content)) for r in records], replace=replace
-            )
 
     def _new_record(self, content: str, **fields: Any) -> MemoryRecord:
         cfg = self.settings.storage
@@ -363,15 +309,14 @@ class Memory(PortabilityMixin):
         if event_time is not _UNSET:
             changes["event_time"] = check_time(event_time, "event_time")
         updated = current.evolve(**changes)
-        vectors = (
-            self.components.embed_documents([updated])
-            if "content" in changes or "key" in changes
-            else []
-        )
-        self.store_backend.replace(updated)
+        text_changed = updated.content != current.content or updated.key != current.key
+        mentions = self._mentions([updated]) if "content" in changes else []
+        with self._transaction():
+            self.store_backend.replace(updated)
+            entries = self._derive([(updated, False)], mentions) if text_changed else []
         self._mirror([updated])
-        if "content" in changes:
-            self._index([updated], dict(vectors), replace=True)
+        if text_changed:
+            self._fill([updated], entries, {})
         return updated
 
     def forget(self, id_or_key: str) -> MemoryRecord:
@@ -495,10 +440,12 @@ class Memory(PortabilityMixin):
             confidence=1.0,
         ).evolve(key=old.key, supersedes=old.id, score=old.score)
         retired = old.evolve(valid_until=now, key=None, updated_at=now)
-        vectors = self.components.embed_documents([new])
-        new = self.store_backend.supersede(retired, new)  # one transaction: never neither
+        mentions = self._mentions([new])
+        with self._transaction():  # the retired and the new version together: never neither
+            new = self.store_backend.supersede(retired, new)
+            entries = self._derive([(new, True)], mentions)
         self._mirror([retired, new])
-        self._index([new], dict(vectors))
+        self._fill([new], entries, {})
         return new
 
     def history(self, id_or_key: str) -> builtins.list[MemoryRecord]:
@@ -614,8 +561,9 @@ class Memory(PortabilityMixin):
             include_invalid=include_invalid,
         )
         now = self.clock()
-        req = RecallRequest(self.namespace, query, limit, flt, now, self._mode(mode), depth)
-        hits = self._retriever().recall(req)
+        chosen = self._mode(mode)
+        req = RecallRequest(self.namespace, query, limit, flt, now, chosen, depth)
+        hits = self._retriever(chosen).recall(req)
         if touch and hits:
             self._after_recall(hits, now)
             hits = [
@@ -643,8 +591,10 @@ class Memory(PortabilityMixin):
             )
         return mode
 
-    def _retriever(self) -> Retriever:
-        vectors = self.components.vectors()
+    def _retriever(self, mode: str) -> Retriever:
+        # Keyword recall never loads the embedding model (a cold `clawmem recall --mode
+        # keyword` must not pay for it).
+        vectors = None if mode == "keyword" else self.components.vectors()
         return Retriever(
             self.store_backend,
             self.settings.recall,
@@ -737,4 +687,5 @@ class Memory(PortabilityMixin):
             "oldest": s.oldest,
             "size_bytes": s.size_bytes,
             "vectors": self.components.vector_status(),
+            "vectors_queued": self.components.queued(self.namespace),
         }

@@ -4,7 +4,8 @@ readable service): snapshots, every importer's write path, reindex and backfill.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from clawmemory.errors import InvalidInputError
@@ -35,8 +36,17 @@ class PortabilityMixin:
 
     if TYPE_CHECKING:
 
-        def _index(self, records: Sequence[MemoryRecord], vectors: Mapping[str, Any], *,
-                   replace: bool = False) -> None: ...
+        def _transaction(self) -> AbstractContextManager[Any]: ...
+
+        def _mentions(self, records: Sequence[MemoryRecord]) -> builtins.list[Any]: ...
+
+        def _derive(self, results: Sequence[tuple[MemoryRecord, bool]],
+                    mentions: Sequence[Any]) -> builtins.list[tuple[str, str, int, int]]: ...
+
+        def _fill(self, records: Sequence[MemoryRecord],
+                  entries: Sequence[tuple[str, str, int, int]],
+                  preceding: dict[str, builtins.list[MemoryRecord]], *,
+                  background: bool = False) -> None: ...
 
         def _mirror(self, written: Sequence[MemoryRecord] = (),
                     removed: Sequence[MemoryRecord] = ()) -> None: ...
@@ -108,22 +118,34 @@ class PortabilityMixin:
         if not fresh:
             return ImportReport(created=0, skipped=len(parsed.records), links=0)
         links_before = self.store_backend.stats(self.namespace).links
-        results = self.store_backend.put_many(fresh, skip_existing_keys=True, links=parsed.links)
-        new = [r for r, was_created in results if was_created]
+        mentions = self._mentions(fresh)
+        # Records, links, entity links and vector-queue rows: all or nothing.
+        with self._transaction():
+            results = self.store_backend.put_many(
+                fresh, skip_existing_keys=True, links=parsed.links)
+            created = [(i, r) for i, (r, was_created) in enumerate(results) if was_created]
+            entries = self._derive([(r, True) for _, r in created],
+                                   [mentions[i] for i, _ in created] if mentions else [])
+        new = [r for _, r in created]
         self._mirror(new)
         links = self.store_backend.stats(self.namespace).links - links_before
-        self._index_imported(new, progress)
+        self._index_imported(new, entries, progress)
         return ImportReport(
             created=len(new), skipped=len(parsed.records) - len(new), links=max(links, 0)
         )
 
     def _index_imported(
-        self, records: Sequence[MemoryRecord], progress: Callable[[int, int], None] | None
+        self,
+        records: Sequence[MemoryRecord],
+        entries: Sequence[tuple[str, str, int, int]],
+        progress: Callable[[int, int], None] | None,
     ) -> None:
+        """Vectors of imported records, in batches (``progress(done, total)``)."""
         size = max(self.settings.embedder.batch_size, 256)
+        queued = {e[1]: e for e in entries}
         for i in range(0, len(records), size):
             batch = records[i : i + size]
-            self._index(batch, dict(self.components.embed_documents(batch)))
+            self._fill(batch, [queued[r.id] for r in batch if r.id in queued], {})
             if progress:
                 progress(min(i + size, len(records)), len(records))
 
@@ -150,7 +172,9 @@ class PortabilityMixin:
     def backfill(
         self, *, progress: Callable[[int, int], None] | None = None, batch_size: int = 256
     ) -> int:
-        """Embed the memories that have no vector yet (e.g. stored while no embedder worked)."""
+        """Embed the memories that have no vector yet: those queued (stored by a process that
+        did not load the model, or killed before it stored the vector) and any other without
+        one (stored while no embedder worked). Returns how many were embedded."""
         vectors = self.components.vectors()
         if vectors is None:
             raise InvalidInputError(self.components.vector_status())
@@ -159,10 +183,28 @@ class PortabilityMixin:
             vectors, total - vectors.count(self.namespace), progress, batch_size
         )
 
+    def repair(self) -> dict[str, int]:
+        """Rebuild derived rows a crash or an older version left missing (``clawmem
+        maintain`` runs it): vectors of queued or unembedded memories, entity links of
+        memories never linked, and the turn-to-turn chain of sessions. Counts per kind."""
+        from clawmemory.repair import repair
+
+        return repair(self.with_namespace(self.namespace))
+
     def _embed_missing(
         self, vectors: Any, total: int, progress: Callable[[int, int], None] | None, batch_size: int
     ) -> int:
         done = 0
+        queue = self.components.vector_queue()
+        if queue is not None:  # queued first: their rows come off the queue with the vector
+            from clawmemory.indexing import fill_vectors
+
+            after = 0
+            while rows := queue.pending(self.namespace, batch_size, after=after):
+                done += fill_vectors(self.components, queue, rows)
+                after = rows[-1][2]
+                if progress:
+                    progress(done, max(total, done))
         while ids := vectors.missing(self.namespace, batch_size):
             records = self.store_backend.get_many(self.namespace, ids)
             embedded = self.components.embed_documents(records)

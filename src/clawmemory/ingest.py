@@ -1,7 +1,8 @@
 """Hot-path ingestion (004 A12) and the session ledger consolidation works from.
 
 ``observe`` stores each user and agent message as an ``episode`` verbatim: no LLM call, no
-extraction, just one insert (the engine also embeds it when an embedder is configured). The
+extraction, one transaction (the record, its link to the previous turn, its entity links from
+the fast regex NER, its vector-queue row); the engine's background worker embeds it afterwards. The
 first message of a session registers the session as pending consolidation; the consolidator
 later reads its episodes and marks it done (tools/consolidator.py).
 
@@ -193,7 +194,11 @@ def observe(mem: Memory, role: str, content: str, session_id: str) -> str:
     sid = _session(session_id)
     check_content(content, mem.settings.storage.max_content_chars)
     register_session(mem, sid)
-    return mem.store(
-        content, kind="episode", session_id=sid, source=EPISODE_SOURCE,
-        source_role=role.strip(), event_time=mem.clock(),
+    record = mem._new_record(
+        content, key=None, kind="episode", tags=(), metadata=None, session_id=sid,
+        event_time=mem.clock(), source=EPISODE_SOURCE, source_role=role.strip(), source_ids=(),
+        confidence=1.0,
     )
+    # Returns once the episode, its links and its queue row are committed: the vector follows
+    # in the background worker (ADR 0013), keyword recall sees the episode at once.
+    return mem._write([record], background=True)[0].id

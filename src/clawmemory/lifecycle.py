@@ -428,12 +428,20 @@ def restore(mem: Memory, id_: str) -> MemoryRecord:
     is as it was archived. Raises NotFoundError when no archived memory has that id."""
     if not isinstance(id_, str) or not id_:
         raise InvalidInputError("an archived memory's id must be non-empty text")
-    record = mem.store_backend.restore(mem.namespace, id_)
-    if record is None:
-        raise NotFoundError(f"no archived memory with id {id_!r} in namespace {mem.namespace!r}")
-    record = record.evolve(stored_at=mem.clock())
-    mem.store_backend.replace(record)
-    if record.is_valid:  # an invalidated memory comes back invalidated, with no search rows
-        mem._index([record], dict(mem.components.embed_documents([record])))
+    missing = NotFoundError(f"no archived memory with id {id_!r} in namespace {mem.namespace!r}")
+    archived = mem.store_backend.find_archived(mem.namespace, id_)
+    if archived is None or archived.id != id_:
+        raise missing
+    # An invalidated memory comes back invalidated, with no search rows.
+    mentions = mem._mentions([archived]) if archived.is_valid else []
+    with mem._transaction():  # the record, its entity links and its vector-queue row together
+        record = mem.store_backend.restore(mem.namespace, id_)
+        if record is None:
+            raise missing
+        record = record.evolve(stored_at=mem.clock())
+        mem.store_backend.replace(record)
+        entries = mem._derive([(record, True)], mentions) if record.is_valid else []
+    if record.is_valid:
+        mem._fill([record], entries, {})
     mem._mirror([record])
     return record

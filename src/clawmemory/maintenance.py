@@ -8,6 +8,8 @@ enrich         0 2 * * *      no [1]     004 accurate NER for memories with few 
 consolidate    0 3 * * *      yes        004 session consolidation (the LLM layer plugs in)
 decay          0 4 * * *      no         000 hygiene + idle purge, 004 decay, 003 pruning [2]
 reflect        0 3 * * 0      yes        004 weekly reflection (the LLM layer plugs in)
+repair         15 * * * *     no         embed queued memories (ADR 0013), rebuild missing
+                                         entity links and turn-to-turn chains (repair.py)
 =============  =============  =========  ====================================================
 
 [1] enrichment needs spaCy or an LLM; with neither it is skipped and says so.
@@ -211,6 +213,16 @@ def _enrich(mem: Memory, ctx: JobContext) -> Counts:
     return {"enriched": len(stamped), "entity_links": links}
 
 
+def _repair(mem: Memory, ctx: JobContext) -> Counts:
+    return mem.repair()
+
+
+def _preview_repair(mem: Memory, ctx: JobContext) -> lifecycle.Report:
+    """What repair will embed; the links it rebuilds are found by the run itself (it reads
+    each session's turns), and none of them changes a memory."""
+    return lifecycle.Report({"vectors_queued": mem.components.queued(None)})
+
+
 def _llm_step(name: str) -> JobFn:
     def run(mem: Memory, ctx: JobContext) -> Counts:
         step = ctx.steps.get(name)
@@ -233,6 +245,9 @@ JOBS: Mapping[str, Job] = {
             " (purge = \"delete\": the purges delete); confidence decay (004) lowers"
             " confidence, invalidating (not deleting) under the threshold.", _preview_decay),
         Job("reflect", True, _llm_step("reflect"), "Weekly reflection (004)."),
+        Job("repair", False, _repair,
+            "Embed queued memories; rebuild missing entity links and turn chains.",
+            _preview_repair),
     )
 }
 

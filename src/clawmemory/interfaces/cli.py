@@ -161,12 +161,18 @@ def _globals(ctx: typer.Context) -> _Globals:
 
 
 @contextmanager
-def _open(ctx: typer.Context, *, create: bool = True) -> Iterator[Memory]:
-    """The memory the global options name. Commands that only read (or forget) pass
-    ``create=False``: they never create a store where there was none."""
+def _open(
+    ctx: typer.Context, *, create: bool = True, defer_vectors: bool = False
+) -> Iterator[Memory]:
+    """The command's Memory. Commands that only read (or forget) pass ``create=False``: they
+    never create a store where there was none. ``defer_vectors``: writes only queue their
+    vectors, so the command never loads the embedding model (the server, `maintain` or
+    `backfill` fill them)."""
     g = _globals(ctx)
     backend = g.backend.value if g.backend else None
     with _open_memory(g.db, g.namespace, backend, create=create) as mem:
+        if defer_vectors:
+            mem.components.vector_writes = "queue"
         yield mem
 
 
@@ -405,7 +411,7 @@ def add_cmd(
 
     Example: clawmem add "User prefers dark mode" --kind preference --tag ui
     """
-    with _open(ctx) as mem:
+    with _open(ctx, defer_vectors=True) as mem:
         memory_id = mem.store(_text_arg(content), key=key, kind=kind, tags=_tags(tag, tags),
                               metadata=_meta(meta), session_id=session, source=source,
                               event_time=event_time)
@@ -434,7 +440,7 @@ def update_cmd(
         changes["content"] = _text_arg(content)
     if not changes:
         raise InvalidInputError("nothing to update: give --content, --tags, --kind or --key")
-    with _open(ctx) as mem:
+    with _open(ctx, defer_vectors=True) as mem:
         record = mem.update(id_or_key, **changes)
     _emit(ctx, record.to_dict(), _line(f"updated {record.id}"))
 
@@ -527,7 +533,7 @@ def correct_cmd(
 
     Example: clawmem correct hmac-rule "HMAC covers the raw body, even when empty" --reason "API v2"
     """
-    with _open(ctx) as mem:
+    with _open(ctx, defer_vectors=True) as mem:
         record = mem.correct(id_or_key, _text_arg(new_content), tags=tags, reason=reason)
     _emit(ctx, record.to_dict(), _line(f"corrected {record.supersedes} -> {record.id}"))
 

@@ -65,8 +65,8 @@ def mcp_cmd(ctx: typer.Context, dialect: DialectOpt = DEFAULT_DIALECT) -> None:
 
     with _open(ctx) as mem, _stop_on_sigterm():
         server = build_server(mem, key)
-        log.info("serving MCP on stdio: dialect %s, namespace %s, database %s", key,
-                 mem.namespace, mem.settings.resolved_db())
+        log.info("serving MCP on stdio: dialect %s, namespace %s, database %s; %s", key,
+                 mem.namespace, mem.settings.resolved_db(), mem.components.warm_note)
         serve_stdio(server)
 
 
@@ -102,9 +102,10 @@ def serve_cmd(
             bound = int(sock.getsockname()[1])
             url = f"http://{_url_host(host)}:{bound}{HTTP_PATH}"
             data: dict[str, Any] = {"url": url, "dialect": key, "namespace": mem.namespace,
-                                    "db": str(mem.settings.resolved_db())}
+                                    "db": str(mem.settings.resolved_db()),
+                                    "warm_up": mem.components.warm_note}
             line = (f"clawmemory MCP server at {url} (dialect {key}, namespace "
-                    f"{mem.namespace}, database {data['db']})")
+                    f"{mem.namespace}, database {data['db']}; {data['warm_up']})")
             # one unwrapped line (rich would wrap it at 80 columns): scripts read the URL
             _emit(ctx, data, lambda _console: typer.echo(line))
             sys.stdout.flush()  # a supervisor reading our stdout through a pipe sees it now

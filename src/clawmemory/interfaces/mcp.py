@@ -100,7 +100,9 @@ def build_server(mem: Memory, dialect: str = DEFAULT_DIALECT) -> Server[Any]:
     """An MCP server exposing ``dialect``'s tools over ``mem``; InvalidInputError when the
     dialect is unknown. The caller owns ``mem`` and closes it after the server stops."""
     tools = tools_for(dialect)
-    mem.warm_up()  # load the embedding model now, not inside the first client's tool call
+    # Load the embedding model before serving, not inside the first client's tool call; the
+    # note goes into the server's start-up line.
+    mem.warm_up()
     listing = [_listing(t) for t in tools]
     schemas = {t.name: dict(t.input_schema) for t in tools}
 

@@ -10,6 +10,7 @@ reports without waiting (e.g. while another process switches the file to WAL).
 from __future__ import annotations
 
 import builtins
+import importlib.util
 import json
 import logging
 import random
@@ -80,6 +81,19 @@ def _apsw() -> Any:
     except ImportError as exc:  # pragma: no cover - apsw is a core dependency
         raise ConfigError("the SQLite backend needs apsw: pip install apsw") from exc
     return apsw
+
+
+def _vec_extension() -> str:
+    """sqlite-vec's loadable extension, found without importing the package: its __init__
+    imports numpy (0.1 s), which commands that never touch a vector need not pay."""
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is not None and spec.origin is not None:
+        folder = Path(spec.origin).parent
+        if any(folder.glob("vec0.*")):
+            return str(folder / "vec0")
+    import sqlite_vec
+
+    return str(sqlite_vec.loadable_path())
 
 
 def _lower(value: Any) -> Any:
@@ -277,10 +291,8 @@ class SQLiteStore:
         c.create_scalar_function("clawmem_lower", _lower, 1, deterministic=True)
         c.create_scalar_function("clawmem_meta_eq", _meta_eq, 2, deterministic=True)
         try:
-            import sqlite_vec
-
             c.enable_load_extension(True)
-            c.load_extension(sqlite_vec.loadable_path())
+            c.load_extension(_vec_extension())
             c.enable_load_extension(False)
             self.vec_available = True
         except Exception:

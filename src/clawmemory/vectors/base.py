@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:  # numpy loads on first vector use, not at import
@@ -20,8 +20,16 @@ class VectorStore(Protocol):
         ...
 
     def upsert(
-        self, namespace: str, items: Sequence[tuple[str, npt.NDArray[np.float32]]]
-    ) -> None: ...
+        self,
+        namespace: str,
+        items: Sequence[tuple[str, npt.NDArray[np.float32]]],
+        *,
+        queued: Mapping[str, int] | None = None,
+    ) -> int:
+        """Store vectors (taking their memories off the vector queue, where the store has one);
+        with ``queued`` (id -> queue token) only those still queued with that token. Returns
+        how many were stored."""
+        ...
 
     def search(
         self,

@@ -4,7 +4,7 @@ backend also keeps them in its file's ``embeddings`` object (000's object shape)
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -57,9 +57,15 @@ class MemoryVectors:
                 )
         return m
 
-    def upsert(self, namespace: str, items: Sequence[tuple[str, F32]]) -> None:
+    def upsert(
+        self,
+        namespace: str,
+        items: Sequence[tuple[str, F32]],
+        *,
+        queued: Mapping[str, int] | None = None,  # no queue here: writes embed synchronously
+    ) -> int:
         if self.dimension is None or not items:
-            return
+            return 0
         with self._lock:
             known = {r.id for r in self.store.get_many(namespace, [i for i, _ in items])}
             kept = [(i, v) for i, v in items if i in known]
@@ -69,6 +75,7 @@ class MemoryVectors:
                 flush = getattr(self.store, "flush", None)
                 if flush is not None:
                     flush()
+            return len(kept)
 
     def search(
         self, namespace: str, query: F32, k: int, *, allowed: Sequence[str] | None = None

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -92,9 +92,19 @@ class SQLiteVectors:
             self._create(model, dimension)
 
     # --- writing -------------------------------------------------------------------------------
-    def upsert(self, namespace: str, items: Sequence[tuple[str, F32]]) -> None:
+    def upsert(
+        self,
+        namespace: str,
+        items: Sequence[tuple[str, F32]],
+        *,
+        queued: Mapping[str, int] | None = None,
+    ) -> int:
+        """Store vectors and take their memories off the vector queue, in one transaction.
+        ``queued`` (id -> queue token): store only the vectors whose memory is still queued
+        with that token, so a vector of text that changed (or a memory forgotten) meanwhile
+        is dropped. Returns how many vectors were stored."""
         if not items or self.dimension is None:
-            return
+            return 0
         with self._lock:
             cache = self._sync(namespace)
             with self.store.write():
@@ -107,11 +117,18 @@ class SQLiteVectors:
                         (namespace, *ids),
                     ).fetchall()
                 )
-                kept = [
-                    (seqs[i], i, np.asarray(v, dtype=np.float32).tobytes())
-                    for i, v in items
-                    if i in seqs
-                ]
+                kept = []
+                for i, v in items:
+                    if i not in seqs:
+                        continue
+                    if queued is None:
+                        c.execute("DELETE FROM vector_queue WHERE seq = ?", (seqs[i],))
+                    else:
+                        c.execute("DELETE FROM vector_queue WHERE seq = ? AND token = ?",
+                                  (seqs[i], queued.get(i)))
+                        if not c.changes():
+                            continue
+                    kept.append((seqs[i], i, np.asarray(v, dtype=np.float32).tobytes()))
                 for seq, _, blob in kept:
                     c.execute("DELETE FROM vec_memories WHERE seq = ?", (seq,))
                     c.execute(
@@ -125,6 +142,7 @@ class SQLiteVectors:
                 gen = int(c.execute("SELECT COALESCE(MAX(gen), 0) FROM vec_log").fetchall()[0][0])
             cache.add(kept)
             cache.gen = gen
+            return len(kept)
 
     def similarities(self, namespace: str, query: F32, ids: Sequence[str]) -> dict[str, float]:
         if self.dimension is None:

@@ -1,0 +1,242 @@
+"""Start-up and footprint benchmark (not a test): the targets of ADR 0008 in one table.
+
+    .venv/bin/python bench/startup.py                  # everything (~6 minutes on 2 cores)
+    .venv/bin/python bench/startup.py --skip-install   # without the fresh-venv install
+    .venv/bin/python bench/startup.py --runs 9 --serve-stores 2000
+
+Rows (ONNX Runtime, the default, next to the torch runtime measured in the same run):
+torch runs with the thread count the library forced on it before (half the usable CPUs).
+
+* cold ``clawmem add`` / ``recall`` (hybrid) / ``recall --mode keyword``: a fresh process each
+  time, median of ``--runs`` (5); the two runtimes alternate run by run, so a busy machine
+  weighs on both alike;
+* query embedding p50, warm: the same fresh queries, one runtime then the other per query;
+* ingest with embeddings (``store_many``): alternating rounds into fresh databases, median;
+* resident memory of ``clawmem serve`` after ``--serve-stores`` (10,000) ``memory_store`` calls
+  over MCP streamable HTTP;
+* install size: a fresh venv with ``pip install .[local,mcp]`` (no torch), measured with du.
+
+The machine's page cache is warm for every run (the files were just read): "cold" means a new
+process, which is what a user or an agent that shells out per turn gets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+ROOT = Path(__file__).resolve().parents[1]
+CLAWMEM = str(Path(sys.executable).with_name("clawmem"))
+console = Console(width=140)
+SENTENCES = [
+    "The staging database is rebuilt every Monday night",
+    "User prefers dark mode in every editor",
+    "Alice moved to the Berlin office in March",
+    "The payment API signs the body with HMAC-SHA256",
+    "Deployments freeze during the last week of December",
+]
+QUERIES = ["when is staging rebuilt", "which theme does the user like",
+           "where does Alice work now", "how are payment requests signed",
+           "is there a deploy freeze"]
+
+
+def env_for(home: Path, runtime: str) -> dict[str, str]:
+    """The environment of one CLI run. torch gets the thread count the library used to force
+    on it (half the usable CPUs): its own default collapses on a shared 2-core machine, and the
+    comparison is with the torch path as it ran before ADR 0008."""
+    from clawmemory.embed.local import default_threads
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLAWMEM_")}
+    env.update(CLAWMEM_HOME=str(home), CLAWMEM_EMBEDDER__RUNTIME=runtime)
+    if runtime == "torch":
+        env["CLAWMEM_EMBEDDER__THREADS"] = str(default_threads())
+    return env
+
+
+def timed_run(cmd: Sequence[str], env: dict[str, str]) -> float:
+    t = time.perf_counter()
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    took = time.perf_counter() - t
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed: {done.stderr.strip()}")
+    return took
+
+
+def cold_rows(work: Path, runs: int) -> list[tuple[str, float, float]]:
+    """(measure, onnx median s, torch median s) for the three cold commands."""
+    db = work / "cold.db"
+    seed = [sys.executable, "-c",
+            "import sys; from clawmemory import Memory\n"
+            "with Memory.open(sys.argv[1]) as m:\n"
+            "    m.store_many([{'content': f'{s} (note {i})'} for i in range(200)"
+            " for s in sys.argv[2:]])", str(db), *SENTENCES]
+    subprocess.run(seed, env=env_for(work, "onnx"), check=True)
+    commands: list[tuple[str, Callable[[int], list[str]]]] = [
+        ("`clawmem add` cold", lambda i: ["add", f"cold start note {i}"]),
+        ("`clawmem recall` hybrid cold", lambda i: ["recall", QUERIES[i % len(QUERIES)]]),
+        ("`clawmem recall --mode keyword` cold",
+         lambda i: ["recall", "--mode", "keyword", QUERIES[i % len(QUERIES)]]),
+    ]
+    out = []
+    for label, args in commands:
+        times: dict[str, list[float]] = {"onnx": [], "torch": []}
+        for i in range(runs):
+            for runtime in ("onnx", "torch") if i % 2 == 0 else ("torch", "onnx"):
+                times[runtime].append(timed_run(
+                    [CLAWMEM, "--db", str(db), *args(i)], env_for(work, runtime)))
+        out.append((label, statistics.median(times["onnx"]), statistics.median(times["torch"])))
+        console.print(f"  {label}: done")
+    return out
+
+
+def embedders() -> tuple[Any, Any]:
+    from clawmemory.embed import make_embedder
+    from clawmemory.embed.factory import LocalOptions
+    from clawmemory.embed.local import default_threads
+
+    onnx = make_embedder("local", query_cache_size=0)
+    torch = make_embedder("local", query_cache_size=0,
+                          local=LocalOptions("torch", threads=default_threads()))
+    for e in (onnx, torch):
+        e.embed_query("warm up")  # type: ignore[union-attr]
+    return onnx, torch
+
+
+def query_row(onnx: Any, torch: Any, n: int) -> tuple[float, float]:
+    """p50 ms of embedding the same fresh queries, one runtime then the other, alternating."""
+    times: dict[int, list[float]] = {0: [], 1: []}
+    for i in range(n):
+        q = f"{QUERIES[i % len(QUERIES)]} number {i}"
+        pair = (0, 1) if i % 2 == 0 else (1, 0)
+        for which in pair:
+            t = time.perf_counter()
+            (onnx, torch)[which].embed_query(q)
+            times[which].append(time.perf_counter() - t)
+    return statistics.median(times[0]) * 1000, statistics.median(times[1]) * 1000
+
+
+def ingest_row(onnx: Any, torch: Any, work: Path, n: int, rounds: int) -> tuple[float, float]:
+    """Memories/s through ``store_many`` with real embeddings, alternating rounds, median."""
+    from clawmemory import Memory, Settings
+
+    rates: dict[int, list[float]] = {0: [], 1: []}
+    for r in range(rounds):
+        for which in (0, 1) if r % 2 == 0 else (1, 0):
+            texts = [f"{SENTENCES[i % 5]} — round {r} item {i} ({'ab'[which]})" for i in range(n)]
+            db = work / f"ingest-{r}-{which}.db"
+            with Memory.open(settings=Settings(db=db), embedder=(onnx, torch)[which]) as mem:
+                t = time.perf_counter()
+                mem.store_many({"content": s} for s in texts)
+                rates[which].append(n / (time.perf_counter() - t))
+    return statistics.median(rates[0]), statistics.median(rates[1])
+
+
+def serve_rss(work: Path, stores: int, runtime: str) -> float:
+    """MiB resident in `clawmem serve` after ``stores`` memory_store calls over MCP HTTP."""
+    import anyio
+    from mcp.client import Client
+
+    db = work / f"serve-{runtime}.db"
+    proc = subprocess.Popen([CLAWMEM, "--db", str(db), "serve", "--port", "0"],
+                            env=env_for(work, runtime), stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        url = re.search(r"http://\S+/mcp", line)
+        if url is None:
+            raise SystemExit(f"clawmem serve said: {line!r}")
+
+        async def fill() -> None:
+            limit = anyio.CapacityLimiter(8)
+            async with Client(url.group(0), read_timeout_seconds=300) as client:
+
+                async def one(i: int) -> None:
+                    async with limit:
+                        await client.call_tool("memory_store", {
+                            "content": f"{SENTENCES[i % 5]} (stored through the server, {i})"})
+
+                async with anyio.create_task_group() as tg:
+                    for i in range(stores):
+                        tg.start_soon(one, i)
+
+        anyio.run(fill)
+        status = Path(f"/proc/{proc.pid}/status").read_text()
+        return int(re.search(r"VmRSS:\s+(\d+)", status).group(1)) / 1024  # type: ignore[union-attr]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+
+
+def install_size(work: Path) -> float:
+    """MiB of a fresh venv holding clawmemory[local,mcp] (no torch)."""
+    venv = work / "fresh-venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
+           "--disable-pip-version-check"]
+    subprocess.run([*pip, f"{ROOT}[local,mcp]"], check=True)
+    size = subprocess.run(["du", "-sm", str(venv)], capture_output=True, text=True, check=True)
+    return float(size.stdout.split()[0])
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--runs", type=int, default=5, help="cold runs per command and runtime")
+    p.add_argument("--queries", type=int, default=200)
+    p.add_argument("--ingest-n", type=int, default=1000)
+    p.add_argument("--ingest-rounds", type=int, default=3)
+    p.add_argument("--serve-stores", type=int, default=10_000)
+    p.add_argument("--skip-install", action="store_true")
+    args = p.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="clawmem-startup-"))
+    t = Table(title="Start-up and footprint: ONNX Runtime (default) vs torch, same run")
+    for col, justify in (("measure", "left"), ("onnx", "right"), ("torch", "right"),
+                         ("target", "left"), ("met", "left")):
+        t.add_column(col, justify=justify)  # type: ignore[arg-type]
+    try:
+        limits = {"`clawmem add` cold": 0.8, "`clawmem recall` hybrid cold": 1.5,
+                  "`clawmem recall --mode keyword` cold": 0.6}
+        for label, onnx_s, torch_s in cold_rows(work, args.runs):
+            t.add_row(label, f"{onnx_s:.2f} s", f"{torch_s:.2f} s", f"≤ {limits[label]} s",
+                      _met(onnx_s <= limits[label]))
+        onnx, torch = embedders()
+        q_onnx, q_torch = query_row(onnx, torch, args.queries)
+        t.add_row("query embedding p50, warm", f"{q_onnx:.2f} ms", f"{q_torch:.2f} ms",
+                  f"≤ 0.7 × torch (is {q_onnx / q_torch:.2f})", _met(q_onnx <= 0.7 * q_torch))
+        i_onnx, i_torch = ingest_row(onnx, torch, work, args.ingest_n, args.ingest_rounds)
+        t.add_row("ingest with embeddings", f"{i_onnx:,.0f}/s", f"{i_torch:,.0f}/s",
+                  f"≥ 1.0 × torch (is {i_onnx / i_torch:.2f})", _met(i_onnx >= i_torch))
+        console.print("  runtimes compared")
+        rss = serve_rss(work, args.serve_stores, "onnx")
+        rss_torch = serve_rss(work, min(args.serve_stores, 1000), "torch")
+        t.add_row(f"RSS of `clawmem serve` after {args.serve_stores:,} stores",
+                  f"{rss:.0f} MiB", f"{rss_torch:.0f} MiB (1,000 stores)", "≤ 300 MB",
+                  _met(rss * 1.048576 <= 300))
+        if not args.skip_install:
+            size = install_size(work)
+            t.add_row("install size, extras local + mcp (no torch)", f"{size:.0f} MiB", "—",
+                      "≤ 350 MB", _met(size * 1.048576 <= 350))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    console.print(t)
+    return 0
+
+
+def _met(ok: bool) -> str:
+    return "yes" if ok else "NO"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

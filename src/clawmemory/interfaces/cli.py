@@ -56,6 +56,8 @@ if TYPE_CHECKING:  # rich is imported lazily: --json output never needs it
 __all__ = ["EXIT_FAILED", "EXIT_INTERNAL", "EXIT_NOT_FOUND", "EXIT_OK", "EXIT_USAGE", "app",
            "main", "register_extensions"]
 
+log = logging.getLogger("clawmemory")
+
 EXIT_OK = 0
 EXIT_NOT_FOUND = 1
 EXIT_USAGE = 2
@@ -592,6 +594,8 @@ def recall_cmd(
     Example: clawmem recall "dark theme" --explain
     """
     with _open(ctx, create=False) as mem:
+        if not archive and (mode or "").lower() != "keyword":
+            _catch_up_vectors(mem)
         hits: list[Hit] = mem.recall(query, limit=limit, kind=kind or None, tags=_tags(tag, tags),
                           session_id=session, metadata=_meta(meta),
                           include_invalid=include_invalid, mode=mode, depth=depth,
@@ -599,6 +603,24 @@ def recall_cmd(
         namespace = mem.namespace
     data = {"query": query, "namespace": namespace, "hits": [h.to_dict() for h in hits]}
     _emit(ctx, data, _print_hits(hits, explain))
+
+
+# A recall that loads the model anyway embeds this many queued memories first (~4 ms each), so
+# `clawmem add` then `clawmem recall` finds the new memory by meaning too; more waits for
+# `clawmem backfill`, the server or `maintain`.
+CATCH_UP_LIMIT = 200
+
+
+def _catch_up_vectors(mem: Memory) -> None:
+    """Embed what `clawmem add` queued, when there is little of it and the model works."""
+    waiting = mem.components.queued(mem.namespace)
+    if not waiting or mem.components.vectors() is None:
+        return
+    if waiting > CATCH_UP_LIMIT:
+        log.warning("%d memories wait for their vector; `clawmem backfill` embeds them (until"
+                    " then recall finds them by keyword)", waiting)
+        return
+    mem.backfill()
 
 
 @_command("get")

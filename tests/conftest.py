@@ -67,16 +67,16 @@ def old_database(path: Path, version: int) -> None:
     then opens it with this version)."""
     import apsw
 
-    from clawmemory.store.sqlite import _migrations
+    from clawmemory.store.sqlite_schema import migrations
 
     conn = apsw.Connection(str(path))
     try:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at REAL"
                      " NOT NULL, description TEXT NOT NULL)")
-        for number, name, sql in _migrations():
+        for number, name, step in migrations():
             if number <= version:
-                conn.execute(sql)
+                conn.execute(step) if isinstance(step, str) else step(conn)
                 conn.execute("INSERT INTO schema_version VALUES (?, 0, ?)", (number, name))
     finally:
         conn.close()

@@ -24,7 +24,8 @@ import pytest
 
 from clawmemory import Memory, NotFoundError, Settings, StorageError
 from clawmemory.config import EmbedderSettings, StorageSettings
-from clawmemory.store.sqlite import SECURE_DELETE_VERSION, SQLiteStore
+from clawmemory.store.sqlite import SQLiteStore
+from clawmemory.store.sqlite_schema import SECURE_DELETE_VERSION
 from conftest import Clock, old_database
 
 CLAWMEM = Path(sys.executable).parent / "clawmem"
@@ -214,3 +215,48 @@ def test_a_store_from_before_secure_delete_is_scrubbed_once_on_upgrade(tmp_path:
 
     assert b"frobnicator" not in db.read_bytes().lower()
     assert b"hunter2" not in db.read_bytes()
+
+
+# --- row numbers are never reused ----------------------------------------------------------------
+def _seqs(db: Path) -> dict[str, int]:
+    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return {str(i): int(s) for i, s in conn.execute("SELECT id, seq FROM memories")}
+    finally:
+        conn.close()
+
+
+def test_a_memory_never_inherits_the_row_of_a_forgotten_one(tmp_path: Path, clock: Clock) -> None:
+    """SQLite reuses the row number of the newest row once it is deleted; vectors and queue
+    rows are keyed on it, so a new memory must get a number nothing ever had."""
+    db = tmp_path / "seq.db"
+    with Memory(SQLiteStore(db), NO_MODEL, clock=clock) as mem:
+        mem.store("first")
+        newest = mem.store("the newest memory, about to be forgotten")
+        gone = _seqs(db)[newest]
+        mem.forget(newest)
+        after = mem.store("stored after the forget")
+    assert _seqs(db)[after] > gone
+
+
+def test_an_upgraded_store_keeps_its_rows_and_stops_reusing_row_numbers(
+    tmp_path: Path, clock: Clock
+) -> None:
+    db = tmp_path / "old.db"
+    old_database(db, 8)  # the last version before row numbers were AUTOINCREMENT
+    conn = apsw.Connection(str(db))
+    for i in range(3):
+        conn.execute("INSERT INTO memories (id, namespace, kind, content, created_at, updated_at,"
+                     " stored_at) VALUES (?, 'default', 'fact', ?, 0, 0, 0)",
+                     (f"m{i}", f"old memory {i} about Zanzibar"))
+    conn.execute("DELETE FROM memories WHERE id = 'm2'")  # the newest: its number is free again
+    conn.close()
+
+    with Memory(SQLiteStore(db), NO_MODEL, clock=clock) as mem:
+        assert sorted(h.memory.id for h in mem.recall("Zanzibar", limit=10)) == ["m0", "m1"]
+        new = mem.store("a new memory after the upgrade")
+        assert mem.store_backend.schema_version() >= 9
+
+    seqs = _seqs(db)
+    assert (seqs["m0"], seqs["m1"]) == (1, 2)
+    assert seqs[new] == 4  # 3 belonged to the memory forgotten before the upgrade

@@ -18,13 +18,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
 from clawmemory import private
-from clawmemory.errors import ConfigError, SchemaError, StorageError
+from clawmemory.errors import ConfigError, StorageError
 from clawmemory.model import Filter, MemoryRecord, meta_equal
+from clawmemory.store import sqlite_schema as schema
 from clawmemory.store.base import (
     ArchiveEntry,
     Link,
@@ -67,8 +67,6 @@ ORDER_SQL = {
     "accessed": "COALESCE(m.last_accessed, m.created_at) DESC",
 }
 MAX_BUSY_WAIT_S = 60.0
-INITIAL_MIGRATION = "001_initial.sql"  # how a clawmemory database recognises itself
-SECURE_DELETE_VERSION = 5  # the migration that turned on FTS5 secure-delete
 # Keyword query pruning (ADR 0006): a term matching more than this many rows, and more than
 # this share of the table, is left out of the query when rarer terms remain.
 COMMON_TERM_DOCS = 5000
@@ -246,35 +244,16 @@ class SQLiteStore:
         self.conn.setbusytimeout(busy_timeout_ms)
         try:
             # Before anything is written: a file that is not a clawmemory store stays untouched.
-            self._retry(self._check_ownership)
+            self._retry(lambda: schema.check_ownership(self, (apsw.NotADBError,
+                                                                apsw.CorruptError)))
             self.read_only = bool(self.conn.readonly("main"))
             self._retry(self._configure)
-            self._retry(self._migrate)
+            self._retry(lambda: schema.migrate(self))
         except BaseException:
             self.conn.close()
             raise
 
     # --- connection set-up ---------------------------------------------------------------------
-    def _check_ownership(self) -> None:
-        """Refuse a file that holds another program's tables, or is not SQLite at all, before
-        anything (the WAL switch included) has been written to it."""
-        try:
-            names = {str(r[0]) for r in self.conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table'")}
-        except (_apsw().NotADBError, _apsw().CorruptError) as exc:
-            raise StorageError(f"{self.path} is not a SQLite database ({exc}); refusing to"
-                               " touch it. Give a new file with --db / CLAWMEM_DB.") from exc
-        if not names:
-            return  # empty: a new store
-        theirs = sorted(n for n in names if not n.startswith("sqlite_"))
-        if "schema_version" not in names or not self.conn.execute(
-                "SELECT 1 FROM schema_version WHERE version = 1 AND description = ?",
-                (INITIAL_MIGRATION,)).fetchall():
-            shown = ", ".join(theirs[:5]) + (", ..." if len(theirs) > 5 else "")
-            raise StorageError(
-                f"{self.path} is not a clawmemory database (it holds the tables {shown});"
-                " refusing to change it. Give a new file with --db / CLAWMEM_DB.")
-
     def _configure(self) -> None:
         c = self.conn
         if str(self.path) != ":memory:" and not self.read_only:
@@ -297,59 +276,6 @@ class SQLiteStore:
             self.vec_available = True
         except Exception:
             self.vec_available = False
-
-    def _migrate(self) -> None:
-        known = _migrations()
-        if self.read_only:
-            have = self._version() if self._has_table("schema_version") else 0
-            if have != known[-1][0]:
-                raise SchemaError(
-                    f"{self.path} is opened read-only but has schema version {have}; this"
-                    f" clawmemory needs {known[-1][0]}. Open it once with write access to"
-                    " upgrade it (or upgrade clawmemory).")
-            return
-        with self.write():
-            c = self.conn
-            c.execute(
-                "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY,"
-                " applied_at REAL NOT NULL, description TEXT NOT NULL)"
-            )
-            have = self._version()
-            if have > known[-1][0]:
-                raise SchemaError(
-                    f"{self.path} has schema version {have}; this clawmemory knows up to"
-                    f" {known[-1][0]}. Upgrade clawmemory."
-                )
-            for version, name, sql in known:
-                if version <= have:
-                    continue
-                c.execute(sql)
-                c.execute(
-                    "INSERT INTO schema_version VALUES (?, ?, ?)", (version, time.time(), name)
-                )
-            if 0 < have < SECURE_DELETE_VERSION:
-                # Text forgotten before secure delete existed may sit in free pages.
-                c.execute("INSERT OR REPLACE INTO meta VALUES ('needs_vacuum', '1')")
-        self._vacuum_if_needed()
-
-    def _version(self) -> int:
-        rows = self.conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version")
-        return int(rows.fetchall()[0][0])
-
-    def _vacuum_if_needed(self) -> None:
-        """Once, after an upgrade to secure delete: rewrite the file so free pages that held
-        text forgotten under older versions are gone. Another process holding the file makes
-        VACUUM fail; the flag stays and the next open tries again."""
-        if str(self.path) == ":memory:" or not self.conn.execute(
-                "SELECT 1 FROM meta WHERE key = 'needs_vacuum'").fetchall():
-            return
-        try:
-            with self._lock:
-                self.conn.execute("VACUUM")
-                self.conn.execute("DELETE FROM meta WHERE key = 'needs_vacuum'")
-                self._checkpoint()
-        except self._error as exc:
-            log.info("could not scrub %s after its upgrade yet (%s); will retry", self.path, exc)
 
     def schema_version(self) -> int:
         return int(self._query("SELECT MAX(version) FROM schema_version")[0][0])
@@ -918,11 +844,3 @@ class SQLiteStore:
         return [RunRecord(int(i), ns, j, s, f if f is not None else s, o or "failed",
                           json.loads(cnt or "{}"), m or "")
                 for i, ns, j, s, f, o, cnt, m in rows]
-
-
-def _migrations() -> builtins.list[tuple[int, str, str]]:
-    """(version, file name, SQL) of each migration; the version is the file's number."""
-    pkg = resources.files("clawmemory.store") / "migrations"
-    files = sorted((p for p in pkg.iterdir() if p.name.endswith(".sql")), key=lambda p: p.name)
-    return [(int(p.name.split("_", 1)[0]), p.name, p.read_text(encoding="utf-8"))
-            for p in files]

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from clawmemory import private
 from clawmemory.errors import ConfigError, StorageError
-from clawmemory.model import Filter, MemoryRecord, meta_equal
+from clawmemory.model import Filter, MemoryRecord
 from clawmemory.store import sqlite_schema as schema
 from clawmemory.store.base import (
     ArchiveEntry,
@@ -35,37 +35,28 @@ from clawmemory.store.base import (
     Version,
     order_versions,
 )
+from clawmemory.store.sqlite_sql import (
+    INSERT,
+    ORDER_SQL,
+    RANK_SELECT,
+    SELECT,
+    UPDATE,
+    chunks,
+    filter_sql,
+    fts_query,
+    lower_text,
+    meta_eq_json,
+    rank_hit,
+    record_values,
+    row_to_record,
+)
 
-__all__ = ["SQLiteStore"]
+__all__ = ["SQLiteStore", "filter_sql", "fts_query"]
 
 log = logging.getLogger("clawmemory")
 
 T = TypeVar("T")
 
-COLUMNS = (
-    "id", "namespace", "key", "kind", "content", "tags", "metadata", "source", "source_role",
-    "source_ids", "session_id", "created_at", "event_time", "updated_at", "last_accessed",
-    "access_count", "score", "confidence", "decay_rate", "valid_until", "supersedes",
-    "stored_at",
-)
-SELECT = ", ".join(f"m.{c}" for c in COLUMNS)
-INSERT = (
-    f"INSERT INTO memories ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
-)
-UPDATE = (
-    "UPDATE memories SET "
-    + ", ".join(f"{c} = ?" for c in COLUMNS if c != "id")
-    + " WHERE namespace = ? AND id = ?"
-)
-RANK_SELECT = (
-    "m.id, m.score, m.created_at, m.last_accessed, m.confidence, m.updated_at, m.stored_at"
-)
-ORDER_SQL = {
-    "newest": "m.created_at DESC, m.seq DESC",
-    "oldest": "m.created_at ASC, m.seq ASC",
-    "score": "m.score DESC, m.created_at DESC",
-    "accessed": "COALESCE(m.last_accessed, m.created_at) DESC",
-}
 MAX_BUSY_WAIT_S = 60.0
 # Keyword query pruning (ADR 0006): a term matching more than this many rows, and more than
 # this share of the table, is left out of the query when rarer terms remain.
@@ -92,116 +83,6 @@ def _vec_extension() -> str:
     import sqlite_vec
 
     return str(sqlite_vec.loadable_path())
-
-
-def _lower(value: Any) -> Any:
-    return value.lower() if isinstance(value, str) else value
-
-
-def _meta_eq(actual_json: Any, wanted_json: str) -> bool:
-    actual = None if actual_json is None else json.loads(actual_json)
-    return meta_equal(actual, json.loads(wanted_json))
-
-
-def _row_to_record(row: Sequence[Any]) -> MemoryRecord:
-    (id_, ns, key, kind, content, tags, metadata, source, source_role, source_ids, session_id,
-     created_at, event_time, updated_at, last_accessed, access_count, score, confidence,
-     decay_rate, valid_until, supersedes, stored_at) = row[: len(COLUMNS)]
-    return MemoryRecord(
-        id=id_, namespace=ns, key=key, kind=kind, content=content,
-        tags=tuple(json.loads(tags)), metadata=json.loads(metadata), source=source,
-        source_role=source_role, source_ids=tuple(json.loads(source_ids)),
-        session_id=session_id, created_at=created_at, event_time=event_time,
-        updated_at=updated_at, last_accessed=last_accessed, access_count=access_count,
-        score=score, confidence=confidence, decay_rate=decay_rate, valid_until=valid_until,
-        supersedes=supersedes, stored_at=stored_at,
-    )
-
-
-def _rank_hit(row: Sequence[Any]) -> TextHit:
-    return TextHit(RankInfo(*row[:7]), float(row[7]))
-
-
-def _record_values(r: MemoryRecord) -> builtins.list[Any]:
-    return [
-        r.id, r.namespace, r.key, r.kind, r.content,
-        json.dumps(list(r.tags), ensure_ascii=False),
-        json.dumps(dict(r.metadata), ensure_ascii=False, sort_keys=True),
-        r.source, r.source_role, json.dumps(list(r.source_ids)), r.session_id, r.created_at,
-        r.event_time, r.updated_at, r.last_accessed, r.access_count, r.score, r.confidence,
-        r.decay_rate, r.valid_until, r.supersedes, r.stored_at,
-    ]
-
-
-def filter_sql(namespace: str, flt: Filter, alias: str = "m") -> tuple[str, builtins.list[Any]]:
-    """WHERE clause (without the keyword) and bindings for a Filter."""
-    a = alias
-    where = [f"{a}.namespace = ?"]
-    args: builtins.list[Any] = [namespace]
-    if flt.kinds:
-        where.append(f"{a}.kind IN ({', '.join('?' * len(flt.kinds))})")
-        args.extend(flt.kinds)
-    for tag in flt.tags:
-        where.append(f"EXISTS (SELECT 1 FROM json_each({a}.tags) WHERE value = ?)")
-        args.append(tag)
-    if flt.session_id is not None:
-        where.append(f"{a}.session_id = ?")
-        args.append(flt.session_id)
-    if flt.exclude_session_id is not None:
-        where.append(f"{a}.session_id IS NOT ?")
-        args.append(flt.exclude_session_id)
-    for k, v in flt.metadata.items():
-        sql, sql_args = _meta_sql(a, str(k), v)
-        where.append(sql)
-        args.extend(sql_args)
-    if flt.source is not None:
-        where.append(f"{a}.source = ?")
-        args.append(flt.source)
-    if flt.created_after is not None:
-        where.append(f"{a}.created_at >= ?")
-        args.append(flt.created_after)
-    if flt.created_before is not None:
-        where.append(f"{a}.created_at < ?")
-        args.append(flt.created_before)
-    if not flt.include_invalid:
-        where.append(f"{a}.valid_until IS NULL")
-    return " AND ".join(where), args
-
-
-def _meta_sql(a: str, key: str, wanted: Any) -> tuple[str, builtins.list[Any]]:
-    """SQL for ``meta_equal(metadata[key], wanted)``, the definition every backend shares.
-
-    SQL reproduces it exactly for stored text, integers (compared as their JSON digits, since
-    json_extract turns integers beyond 64 bits into reals) and booleans. SQLite renders floats
-    differently from Python (1.0e+20 vs 1e+20), and containers compare as canonical JSON, so
-    those rows are checked by calling the Python definition itself."""
-    # The label is a JSON string: a backslash must be escaped too, or '\\' is a bad path.
-    path = '$."' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    text, py = str(wanted), f"clawmem_meta_eq({a}.metadata -> ?, ?)"
-    wanted_json = json.dumps(wanted, default=str)
-    if isinstance(wanted, dict | list | tuple):  # a container only ever equals a container
-        return f"json_type({a}.metadata, ?) IN ('object', 'array') AND {py}", [
-            path, path, wanted_json]
-    text_case = py if isinstance(wanted, bool) else f"json_extract({a}.metadata, ?) = ?"
-    sql = (
-        f"json_type({a}.metadata, ?) IS NOT NULL AND CASE json_type({a}.metadata, ?)"
-        f" WHEN 'text' THEN {text_case}"
-        f" WHEN 'integer' THEN ({a}.metadata -> ?) = ?"
-        f" WHEN 'true' THEN 'true' = ? WHEN 'false' THEN 'false' = ? WHEN 'null' THEN 0"
-        f" ELSE {py} END"
-    )
-    text_args = [path, wanted_json] if isinstance(wanted, bool) else [path, text]
-    return sql, [path, path, *text_args, path, text, text.lower(), text.lower(), path,
-                 wanted_json]
-
-
-def _chunks(ids: Sequence[str], size: int = 5000) -> builtins.list[Sequence[str]]:
-    return [ids[i : i + size] for i in range(0, len(ids), size)]
-
-
-def fts_query(terms: Sequence[str]) -> str:
-    """Each term quoted for literal matching and OR-joined (003)."""
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
 
 
 class SQLiteStore:
@@ -267,8 +148,8 @@ class SQLiteStore:
         # file's free space (FTS5 gets its own 'secure-delete' option in migration 005).
         c.execute("PRAGMA secure_delete=ON")
         # SQLite's lower() folds ASCII only; the substring fallback needs Python's Unicode one.
-        c.create_scalar_function("clawmem_lower", _lower, 1, deterministic=True)
-        c.create_scalar_function("clawmem_meta_eq", _meta_eq, 2, deterministic=True)
+        c.create_scalar_function("clawmem_lower", lower_text, 1, deterministic=True)
+        c.create_scalar_function("clawmem_meta_eq", meta_eq_json, 2, deterministic=True)
         try:
             c.enable_load_extension(True)
             c.load_extension(_vec_extension())
@@ -360,7 +241,7 @@ class SQLiteStore:
             return self._retry(lambda: list(self.conn.execute(sql, args)))
 
     def _records(self, sql: str, args: Sequence[Any] = ()) -> builtins.list[MemoryRecord]:
-        return [_row_to_record(r) for r in self._query(sql, args)]
+        return [row_to_record(r) for r in self._query(sql, args)]
 
     # --- records -------------------------------------------------------------------------------
     def _find_key(self, namespace: str, key: str) -> MemoryRecord | None:
@@ -372,7 +253,7 @@ class SQLiteStore:
     def _upsert(self, record: MemoryRecord, skip_existing: bool) -> tuple[MemoryRecord, bool]:
         existing = self._find_key(record.namespace, record.key) if record.key else None
         if existing is None:
-            self.conn.execute(INSERT, _record_values(record))
+            self.conn.execute(INSERT, record_values(record))
             return record, True
         if skip_existing:
             return existing, False
@@ -430,7 +311,7 @@ class SQLiteStore:
 
     def get_many(self, namespace: str, ids: Sequence[str]) -> builtins.list[MemoryRecord]:
         found: builtins.list[MemoryRecord] = []
-        for part in _chunks(ids):  # SQLite caps the number of bound variables
+        for part in chunks(ids):  # SQLite caps the number of bound variables
             found += self._records(
                 f"SELECT {SELECT} FROM memories m WHERE m.namespace = ? AND m.id IN"
                 f" ({', '.join('?' * len(part))})", (namespace, *part))
@@ -438,7 +319,7 @@ class SQLiteStore:
         return sorted(found, key=lambda r: order[r.id])
 
     def _replace(self, record: MemoryRecord) -> None:
-        values = _record_values(record)
+        values = record_values(record)
         self.conn.execute(UPDATE, [*values[1:], record.namespace, record.id])
 
     def replace(self, record: MemoryRecord) -> None:
@@ -462,7 +343,7 @@ class SQLiteStore:
     def delete(self, namespace: str, ids: Sequence[str]) -> int:
         removed = 0
         with self.write():
-            for part in _chunks(list(dict.fromkeys(ids)), 500):
+            for part in chunks(list(dict.fromkeys(ids)), 500):
                 marks = ", ".join("?" * len(part))
                 owned = [r[0] for r in self.conn.execute(
                     f"SELECT id FROM memories WHERE namespace = ? AND id IN ({marks})",
@@ -577,7 +458,7 @@ class SQLiteStore:
                 f" WHERE memories_fts MATCH ? AND {where} ORDER BY rel DESC LIMIT ?",
                 [*match, *args, limit],
             )
-        return [_rank_hit(r) for r in rows]
+        return [rank_hit(r) for r in rows]
 
     def _without_common_terms(self, terms: Sequence[str]) -> Sequence[str]:
         """Drop terms that match a large share of a large table, while rarer terms remain.
@@ -613,11 +494,11 @@ class SQLiteStore:
     def rank_info(self, namespace: str, ids: Sequence[str], flt: Filter) -> dict[str, RankInfo]:
         where, args = filter_sql(namespace, flt)
         out: dict[str, RankInfo] = {}
-        for part in _chunks(ids):
+        for part in chunks(ids):
             rows = self._query(
                 f"SELECT {RANK_SELECT}, 0 FROM memories m WHERE {where} AND m.id IN"
                 f" ({', '.join('?' * len(part))})", [*args, *part])
-            out.update((r[0], _rank_hit(r).info) for r in rows)
+            out.update((r[0], rank_hit(r).info) for r in rows)
         return out
 
     def like_search(
@@ -642,7 +523,7 @@ class SQLiteStore:
             f" WHERE {where}) WHERE rel > 0 ORDER BY rel DESC, created_at DESC LIMIT ?",
             [*tok_args, *args, limit],
         )
-        return [_rank_hit(r) for r in rows]
+        return [rank_hit(r) for r in rows]
 
     # --- graph ---------------------------------------------------------------------------------
     def link(self, namespace: str, a: str, b: str, *, strength: float, origin: str) -> bool:
@@ -751,7 +632,7 @@ class SQLiteStore:
                 part = ids[i: i + 500]
                 rows = c.execute(f"SELECT {SELECT} FROM memories m WHERE m.namespace = ? AND"
                                  f" m.id IN ({', '.join('?' * len(part))})", (namespace, *part))
-                for r in [_row_to_record(row) for row in rows]:
+                for r in [row_to_record(row) for row in rows]:
                     c.execute("DELETE FROM memories_archive WHERE namespace = ? AND id = ?",
                               (namespace, r.id))
                     c.execute(
@@ -799,7 +680,7 @@ class SQLiteStore:
             record = MemoryRecord.from_dict(json.loads(rows[0][0]))
             if record.key and self._find_key(namespace, record.key) is not None:
                 record = record.evolve(key=None)  # the live memory owns the key now
-            c.execute(INSERT, _record_values(record))
+            c.execute(INSERT, record_values(record))
             c.execute("DELETE FROM memories_archive WHERE namespace = ? AND id = ?",
                       (namespace, id_))
             return record

@@ -11,14 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from clawmemory import Memory, Settings
+from clawmemory import Hit, Memory, Settings
 from clawmemory.search.sanitize import MAX_TERMS, STOPWORDS
 
 # 40 distinct content words, none a stop word, none sharing a stem with another.
-WORDS = ("apple banjo cactus dolphin eagle falcon guitar hammock igloo jaguar kettle lantern "
-         "mango nectar oyster penguin quartz raven saddle tulip umbrella violin walrus xylophone "
-         "yogurt zebra anchor bucket candle donkey engine fossil glacier harbor island jungle "
-         "kayak lemon marble nickel").split()
+WORDS = [
+    "apple", "banjo", "cactus", "dolphin", "eagle", "falcon", "guitar", "hammock", "igloo",
+    "jaguar", "kettle", "lantern", "mango", "nectar", "oyster", "penguin", "quartz", "raven",
+    "saddle", "tulip", "umbrella", "violin", "walrus", "xylophone", "yogurt", "zebra", "anchor",
+    "bucket", "candle", "donkey", "engine", "fossil", "glacier", "harbor", "island", "jungle",
+    "kayak", "lemon", "marble", "nickel",
+]
 
 
 @pytest.fixture
@@ -27,7 +30,7 @@ def mem(tmp_path: Path) -> Memory:
     return Memory.open(tmp_path / "m.db", settings=settings)
 
 
-def _contents(hits: list) -> list[str]:  # type: ignore[type-arg]
+def _contents(hits: list[Hit]) -> list[str]:
     return [h.memory.content for h in hits]
 
 

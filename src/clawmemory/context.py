@@ -81,7 +81,7 @@ def ptrclaw_enrich(
     if mem is None or recall_limit <= 0 or not message.strip():
         return message
     try:
-        hits = mem.recall(message, limit=recall_limit * 2)
+        hits = mem.recall(_query(mem, message), limit=recall_limit * 2)
         entries = [h.memory for h in hits if h.memory.kind != "core"][:recall_limit]
         if not entries:
             return message
@@ -93,6 +93,13 @@ def ptrclaw_enrich(
     lines = [_entry_line(r, links[r.id]) for r in entries]
     lines += [f"- {_label(r)}: {r.content}" for r in extra]
     return "\n".join([CONTEXT_OPEN, *lines, CONTEXT_CLOSE]) + "\n\n" + message
+
+
+def _query(mem: Memory, text: str) -> str:
+    """A whole chat message as a recall query, cut to ``recall.max_query_chars`` (recall
+    refuses longer queries). The cut costs next to nothing: keyword search keeps the first 32
+    distinct words and the embedding model reads the first few hundred tokens."""
+    return text[: mem.settings.recall.max_query_chars]
 
 
 def _label(r: MemoryRecord) -> str:
@@ -179,7 +186,7 @@ def relevant_memory_block(
     there is no memory or nothing relevant fits."""
     if mem is None or max_facts <= 0 or not query.strip():
         return None
-    hits = mem.recall(query, limit=max_facts, kind=kind)
+    hits = mem.recall(_query(mem, query), limit=max_facts, kind=kind)
     facts: list[str] = []
     used = 0
     for h in hits:
@@ -221,7 +228,8 @@ def devclaw_layer(
                                                limit=limit))
     if not query.strip():
         return ""
-    lines = [f"- [{h.memory.kind}] {h.memory.content}\n" for h in mem.recall(query, limit=limit)]
+    hits = mem.recall(_query(mem, query), limit=limit)
+    lines = [f"- [{h.memory.kind}] {h.memory.content}\n" for h in hits]
     if not lines:
         return ""
     used = estimator(DEVCLAW_HEADER)
@@ -332,7 +340,8 @@ def sandbox_context(
     limit = limit or mem.settings.context.sandbox_facts
     parts = []
     if prompt.strip():
-        hits = mem.recall(prompt, kind="fact", limit=limit, exclude_session_id=session_id)
+        hits = mem.recall(_query(mem, prompt), kind="fact", limit=limit,
+                          exclude_session_id=session_id)
         if hits:
             parts.append("## Relevant memory\n" + "\n".join(f"- {h.memory.content}"
                                                              for h in hits))

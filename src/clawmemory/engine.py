@@ -22,26 +22,54 @@ from clawmemory.store.base import ORDERS, Store
 from clawmemory.store.factory import open_store
 from clawmemory.validation import (
     check_content,
+    check_flag,
     check_key,
     check_label,
     check_labels,
     check_limit,
     check_metadata,
     check_namespace,
+    check_offset,
+    check_query,
+    check_ref,
+    check_strength,
     check_tags,
     check_time,
+    check_weight,
 )
 
 __all__ = ["ImportReport", "Memory"]
 
 log = logging.getLogger("clawmemory")
 _UNSET: Any = object()
+_MODES = ("auto", "keyword", "vector", "hybrid")
 
 
 def _confidence(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
         raise InvalidInputError("confidence must be a number between 0 and 1")
     return float(value)
+
+
+_STORE_FIELDS = frozenset({"content", "key", "kind", "tags", "metadata", "session_id",
+                           "event_time", "source", "source_role", "source_ids", "confidence"})
+
+
+def _store_items(items: Any) -> Iterable[Mapping[str, Any]]:
+    """``store_many``'s items, each checked to be a mapping of ``store()``'s arguments as it
+    is read (the iterable may be a generator too long to hold)."""
+    if not isinstance(items, Iterable) or isinstance(items, str | bytes | Mapping):
+        raise InvalidInputError("items must be an iterable of mappings, one per memory")
+    for index, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            raise InvalidInputError(f"item {index} must be a mapping of store() arguments, not "
+                                    f"{type(item).__name__}")
+        if "content" not in item:
+            raise InvalidInputError(f"item {index} has no content")
+        if unknown := sorted(str(k) for k in item if k not in _STORE_FIELDS):
+            raise InvalidInputError(f"item {index}: unknown field {unknown[0]!r} (fields: "
+                                    f"{', '.join(sorted(_STORE_FIELDS))})")
+        yield item
 
 
 class Memory(PortabilityMixin):
@@ -191,6 +219,9 @@ class Memory(PortabilityMixin):
     ) -> builtins.list[str]:
         """Store many memories (each a mapping of ``store()``'s arguments, ``content``
         required). Embeddings are computed in batches; each batch is one transaction."""
+        items = _store_items(items)
+        if batch_size is not None:
+            check_limit(batch_size, maximum=100_000, name="batch_size")
         ids: builtins.list[str] = []
         # 1024 per batch: the model sorts each batch by length before padding, and measured
         # ingest with embeddings rose from ~0.75 to ~0.95 of its raw throughput over 256.
@@ -298,7 +329,7 @@ class Memory(PortabilityMixin):
             key=check_key(fields.pop("key"), cfg.max_key_chars),
             kind=kind,
             tags=check_tags(fields.pop("tags")),
-            metadata=check_metadata(fields.pop("metadata")),
+            metadata=self._metadata(fields.pop("metadata")),
             event_time=check_time(fields.pop("event_time"), "event_time"),
             source_ids=check_labels(fields.pop("source_ids"), "source_ids"),
             session_id=check_label(fields.pop("session_id"), "session_id"),
@@ -312,9 +343,29 @@ class Memory(PortabilityMixin):
             **fields,
         )
 
+    def _metadata(self, metadata: Any) -> dict[str, Any]:
+        cfg = self.settings.storage
+        return check_metadata(metadata, cfg.max_metadata_chars, cfg.max_metadata_depth)
+
+    def _filter(self, *, tags: Any = (), metadata: Any = None, include_invalid: Any = False,
+                **fields: Any) -> Filter:
+        """A recall/list/count filter from caller arguments, each checked."""
+        for name in ("session_id", "exclude_session_id", "source"):
+            if name in fields:
+                fields[name] = check_label(fields[name], name)
+        kind = fields.pop("kind", None)
+        if kind is not None and not isinstance(kind, str):
+            if not isinstance(kind, Iterable) or isinstance(kind, Mapping):
+                raise InvalidInputError(f"kind must be text or a list of text, not "
+                                        f"{type(kind).__name__}")
+            kind = builtins.list(kind)
+        return Filter.build(kind=kind, tags=check_tags(tags), metadata=self._metadata(metadata),
+                            include_invalid=check_flag(include_invalid, "include_invalid"),
+                            **fields)
+
     def get(self, id_or_key: str) -> MemoryRecord:
         """The memory with this id or key; raises NotFoundError."""
-        record = self.store_backend.get(self.namespace, str(id_or_key))
+        record = self.store_backend.get(self.namespace, check_ref(id_or_key))
         if record is None:
             raise NotFoundError(
                 f"no memory with id or key {id_or_key!r} in namespace {self.namespace!r}"
@@ -341,7 +392,7 @@ class Memory(PortabilityMixin):
         if tags is not None:
             changes["tags"] = check_tags(tags)
         if metadata is not None:
-            changes["metadata"] = check_metadata(metadata)
+            changes["metadata"] = self._metadata(metadata)
         if kind is not None:
             changes["kind"] = normalize_kind(kind)
             if changes["kind"] != current.kind and current.decay_rate > 0:
@@ -401,7 +452,7 @@ class Memory(PortabilityMixin):
     # --- feedback and correction (003, 004) -----------------------------------------------------
     def reinforce(self, id_or_key: str, weight: int | None = None) -> MemoryRecord:
         """Mark as useful: score += reinforce_weight (3) and the recency clock resets (003)."""
-        w = self.settings.lifecycle.reinforce_weight if weight is None else weight
+        w = self.settings.lifecycle.reinforce_weight if weight is None else check_weight(weight)
         current = self.get(id_or_key)
         updated = current.evolve(score=current.score + w, last_accessed=self.clock())
         self.store_backend.replace(updated)
@@ -410,7 +461,7 @@ class Memory(PortabilityMixin):
 
     def demote(self, id_or_key: str, weight: int | None = None) -> MemoryRecord:
         """Mark as wrong or stale: score -= demote_weight (1) (003)."""
-        w = self.settings.lifecycle.demote_weight if weight is None else weight
+        w = self.settings.lifecycle.demote_weight if weight is None else check_weight(weight)
         current = self.get(id_or_key)
         updated = current.evolve(score=current.score - w)
         self.store_backend.replace(updated)
@@ -489,7 +540,7 @@ class Memory(PortabilityMixin):
         NER and no LLM, and register its session for consolidation. Returns the id."""
         from clawmemory.ingest import observe
 
-        return observe(self, role, content, session_id)
+        return observe(self, role, content, session_id)  # checks every argument first
 
     # --- reading -------------------------------------------------------------------------------
     def list(
@@ -505,23 +556,15 @@ class Memory(PortabilityMixin):
         offset: int = 0,
         order: str = "newest",
     ) -> builtins.list[MemoryRecord]:
-        if order not in ORDERS:
+        if not isinstance(order, str) or order not in ORDERS:
             raise InvalidInputError(f"order must be one of {', '.join(ORDERS)}")
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise InvalidInputError("offset must be a non-negative integer")
-        flt = Filter.build(
-            kind=kind,
-            tags=check_tags(tags),
-            session_id=session_id,
-            metadata=check_metadata(metadata),
-            source=source,
-            include_invalid=include_invalid,
-        )
+        flt = self._filter(kind=kind, tags=tags, session_id=session_id, metadata=metadata,
+                           source=source, include_invalid=include_invalid)
         return self.store_backend.list(
             self.namespace,
             flt,
             limit=check_limit(limit, maximum=10_000),
-            offset=offset,
+            offset=check_offset(offset),
             order=order,
         )
 
@@ -532,16 +575,19 @@ class Memory(PortabilityMixin):
         include_invalid: bool = False,
         **filters: Any,
     ) -> int:
-        for name, check in (("tags", check_tags), ("metadata", check_metadata)):
-            if name in filters:
-                filters[name] = check(filters[name])
-        flt = Filter.build(kind=kind, include_invalid=include_invalid, **filters)
+        allowed = {"tags", "metadata", "session_id", "exclude_session_id", "source"}
+        if unknown := sorted(set(filters) - allowed):
+            raise InvalidInputError(f"count() got an unknown filter {unknown[0]!r}; filters: "
+                                    f"{', '.join(sorted(allowed))}")
+        flt = self._filter(kind=kind, include_invalid=include_invalid, **filters)
         return self.store_backend.count(self.namespace, flt)
 
     def search_by_metadata(
         self, key: str, value: Any, *, limit: int = 100
     ) -> builtins.list[MemoryRecord]:
         """Memories whose ``metadata[key] == value`` (001 SearchByMetadata)."""
+        if not isinstance(key, str):
+            raise InvalidInputError(f"metadata key must be text, not {type(key).__name__}")
         return self.list(metadata={key: value}, limit=limit)
 
     def recall(
@@ -568,25 +614,23 @@ class Memory(PortabilityMixin):
         ``archive=True`` searches the archive of pruned memories instead (003).
         Recall counts as access: ``last_accessed`` and ``access_count`` are updated (``touch``).
         """
-        if not isinstance(query, str):
-            raise InvalidInputError("query must be text")
+        query = check_query(query, self.settings.recall.max_query_chars)  # before any parsing
         limit = check_limit(limit if limit is not None else self.settings.recall.limit)
         if isinstance(depth, bool) or not isinstance(depth, int) or not 0 <= depth <= 3:
             raise InvalidInputError("depth must be 0, 1, 2 or 3")
+        flt = self._filter(kind=kind, tags=tags, session_id=session_id,
+                           exclude_session_id=exclude_session_id, metadata=metadata,
+                           include_invalid=include_invalid)
+        check_flag(touch, "touch")
+        check_flag(archive, "archive")
+        if mode is not None and (not isinstance(mode, str) or mode.lower() not in _MODES):
+            raise InvalidInputError(f"mode must be one of {', '.join(_MODES)}")
         if not query.strip():
             return []  # 000: empty queries return immediately
         if archive:
             from clawmemory.lifecycle import recall_archive
 
             return recall_archive(self, query, limit)
-        flt = Filter.build(
-            kind=kind,
-            tags=check_tags(tags),
-            session_id=session_id,
-            exclude_session_id=exclude_session_id,
-            metadata=check_metadata(metadata),
-            include_invalid=include_invalid,
-        )
         now = self.clock()
         req = RecallRequest(self.namespace, query, limit, flt, now, self._mode(mode), depth)
         hits = self._retriever().recall(req)
@@ -604,8 +648,6 @@ class Memory(PortabilityMixin):
 
     def _mode(self, mode: str | None) -> str:
         mode = (mode or self.settings.recall.mode).lower()
-        if mode not in ("auto", "keyword", "vector", "hybrid"):
-            raise InvalidInputError("mode must be keyword, vector, hybrid or auto")
         if mode == "keyword":
             return mode
         available = self.components.vectors() is not None
@@ -652,18 +694,23 @@ class Memory(PortabilityMixin):
 
     # --- graph (000) ---------------------------------------------------------------------------
     def link(self, a: str, b: str, *, strength: float = 1.0, origin: str = "manual") -> bool:
-        """Link two memories (by id or key) both ways. False if either does not exist."""
-        ra = self.store_backend.get(self.namespace, a)
-        rb = self.store_backend.get(self.namespace, b)
+        """Link two memories (by id or key) both ways. False if either does not exist.
+        ``strength``: greater than 0, at most 1,000; linking again adds to it."""
+        strength = check_strength(strength)
+        label = check_label(origin, "origin")
+        if label is None:
+            raise InvalidInputError("origin must be non-empty text")
+        ra = self.store_backend.get(self.namespace, check_ref(a))
+        rb = self.store_backend.get(self.namespace, check_ref(b))
         if ra is None or rb is None:
             return False
         return self.store_backend.link(
-            self.namespace, ra.id, rb.id, strength=strength, origin=origin
+            self.namespace, ra.id, rb.id, strength=strength, origin=label
         )
 
     def unlink(self, a: str, b: str) -> bool:
-        ra = self.store_backend.get(self.namespace, a)
-        rb = self.store_backend.get(self.namespace, b)
+        ra = self.store_backend.get(self.namespace, check_ref(a))
+        rb = self.store_backend.get(self.namespace, check_ref(b))
         if ra is None or rb is None:
             return False
         return self.store_backend.unlink(self.namespace, ra.id, rb.id)
@@ -679,12 +726,14 @@ class Memory(PortabilityMixin):
     def entity_info(self, name: str, *, limit: int = 20) -> dict[str, Any]:
         """Everything known about an entity (004 get_entity_info): its profile (canonical name,
         type, aliases, mention count) and the memories that mention it, newest first."""
+        name = check_ref(name, "entity name")
+        limit = check_limit(limit)
         layer = self.components.entity_layer()
         index = layer[0] if layer is not None else None
         profile = index.profile(self.namespace, name) if index is not None else None
         if index is None or profile is None:
             raise NotFoundError(f"no entity named {name!r} in namespace {self.namespace!r}")
-        ids = index.memories_of(self.namespace, profile.id, check_limit(limit))
+        ids = index.memories_of(self.namespace, profile.id, limit)
         return {
             "id": profile.id,
             "name": profile.canonical_name,

@@ -21,6 +21,7 @@ from clawmemory.config import RecallSettings
 __all__ = ["DAY", "Rankable", "factors"]
 
 DAY = 86_400.0
+_MAX_EXPONENT = 700.0  # math.exp overflows just above 709
 
 
 class Rankable(Protocol):
@@ -37,7 +38,8 @@ class Rankable(Protocol):
 
 
 def reinforcement(record: Rankable, weight: float) -> float:
-    return math.exp(record.score * weight)
+    # Bounded exponent: an imported or long-reinforced score must rank high, not overflow.
+    return math.exp(max(-_MAX_EXPONENT, min(_MAX_EXPONENT, record.score * weight)))
 
 
 def recency(record: Rankable, now: float, cfg: RecallSettings) -> float:

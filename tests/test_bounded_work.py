@@ -81,6 +81,23 @@ def test_entity_extraction_on_store_is_linear(tmp_path: Path, shape: str) -> Non
         _assert_linear(lambda n: mem.store(make(n)), 20_000)  # 4x: near the content limit
 
 
+def test_context_blocks_are_stripped_in_linear_time() -> None:
+    from clawmemory.context import strip_memory_context
+
+    assert strip_memory_context("[Memory context]\n- a\n[/Memory context]\n\nhi") == "hi"
+    # Openings that are never closed: a lazy pattern rescanned the rest from each of them.
+    _assert_linear(lambda n: strip_memory_context("[Memory context]" * (n // 16)), 50_000)
+
+
+def test_front_matter_comments_are_found_in_linear_time() -> None:
+    from clawmemory.portability.frontmatter import split_front_matter
+
+    parsed = split_front_matter("---\ntitle: tea   # a comment\n---\nbody\n", "m.md")
+    assert parsed.fields["title"] == "tea"
+    _assert_linear(lambda n: split_front_matter(f"---\ntitle: a{' ' * n}b\n---\nx\n", "m.md"),
+                   25_000)
+
+
 # --- query limits ------------------------------------------------------------------------------
 def test_a_query_over_the_limit_is_refused_before_it_is_parsed(tmp_path: Path) -> None:
     with Memory.open(tmp_path / "q.db", settings=Settings(embedder={"provider": "none"})) as mem:

@@ -161,7 +161,8 @@ def test_a_malformed_allowed_host_is_refused(cli: Any, tmp_path: Path) -> None:
 
 
 # --- bounded requests --------------------------------------------------------------------------
-def test_a_body_over_the_limit_is_refused_with_413(tmp_path: Path) -> None:
+def test_http_refuses_oversized_and_malformed_requests_and_keeps_serving(
+        tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
     (home / "config.toml").write_text("[server]\nmax_request_bytes = 200000\n")
@@ -170,7 +171,16 @@ def test_a_body_over_the_limit_is_refused_with_413(tmp_path: Path) -> None:
     with served(tmp_path, "127.0.0.1", env={"CLAWMEM_HOME": str(home)}) as (url,):
         refused = _post(url, big)
         assert (refused.status_code, refused.text) == (413, "Request body too large")
-        assert _post(url, INIT).status_code == 200  # and it goes on serving
+        session = {"Mcp-Session-Id": _post(url, INIT).headers["mcp-session-id"],
+                   "MCP-Protocol-Version": "2025-06-18"}
+        _post(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, **session)
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": "memory_store", "arguments": [1, 2]}}
+        assert _sse_result(_post(url, call, **session)) == {
+            "content": [{"type": "text", "text": "Arguments of memory_store must be a JSON "
+                         "object."}], "isError": True}
+        store = {**call, "params": {"name": "memory_store", "arguments": {"content": "kept"}}}
+        assert _sse_result(_post(url, store, **session))["isError"] is False
     with served(tmp_path, "127.0.0.1") as (url,):  # the default: 1 MiB
         assert _post(url, {**big, "params": {"name": "x", "arguments": {
             "content": "x" * 1_100_000}}}).status_code == 413
@@ -227,6 +237,14 @@ def test_a_maximal_query_does_not_stall_other_clients(tmp_path: Path) -> None:
     # Generous: the machine is shared and busy; a stalled server took minutes.
     assert max(latencies) < 5.0, latencies
     assert statistics.median(latencies) < 1.0, latencies
+
+
+def _sse_result(response: httpx.Response) -> dict[str, Any]:
+    """The JSON-RPC result of a streamable-HTTP response (one SSE ``data:`` event)."""
+    assert response.status_code == 200, response.text
+    (data,) = [line[5:] for line in response.text.splitlines() if line.startswith("data:")]
+    result: dict[str, Any] = json.loads(data)["result"]
+    return result
 
 
 def _text(result: types.CallToolResult) -> str:

@@ -2,7 +2,8 @@
 
     final = relevance × reinforcement × recency × confidence
 
-* reinforcement (003): ``exp(score × score_weight)``; score 3 -> 1.82x, -1 -> 0.82x.
+* reinforcement (003): ``exp(score × score_weight)``; score 3 -> 1.82x, -1 -> 0.82x (the
+  exponent is capped at ±700, so no score overflows it).
 * recency, two formulas:
   - "koshi" (003, default): ``1 / (1 + days × recency_per_day)``, days since ``last_accessed``
     (reset by recall and reinforce) or, if never accessed, since ``created_at``;

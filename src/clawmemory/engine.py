@@ -22,6 +22,7 @@ from clawmemory.store.base import ORDERS, Store
 from clawmemory.store.factory import open_store
 from clawmemory.validation import (
     check_content,
+    check_filter,
     check_flag,
     check_key,
     check_label,
@@ -32,6 +33,7 @@ from clawmemory.validation import (
     check_offset,
     check_query,
     check_ref,
+    check_store_items,
     check_strength,
     check_tags,
     check_time,
@@ -49,27 +51,6 @@ def _confidence(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
         raise InvalidInputError("confidence must be a number between 0 and 1")
     return float(value)
-
-
-_STORE_FIELDS = frozenset({"content", "key", "kind", "tags", "metadata", "session_id",
-                           "event_time", "source", "source_role", "source_ids", "confidence"})
-
-
-def _store_items(items: Any) -> Iterable[Mapping[str, Any]]:
-    """``store_many``'s items, each checked to be a mapping of ``store()``'s arguments as it
-    is read (the iterable may be a generator too long to hold)."""
-    if not isinstance(items, Iterable) or isinstance(items, str | bytes | Mapping):
-        raise InvalidInputError("items must be an iterable of mappings, one per memory")
-    for index, item in enumerate(items):
-        if not isinstance(item, Mapping):
-            raise InvalidInputError(f"item {index} must be a mapping of store() arguments, not "
-                                    f"{type(item).__name__}")
-        if "content" not in item:
-            raise InvalidInputError(f"item {index} has no content")
-        if unknown := sorted(str(k) for k in item if k not in _STORE_FIELDS):
-            raise InvalidInputError(f"item {index}: unknown field {unknown[0]!r} (fields: "
-                                    f"{', '.join(sorted(_STORE_FIELDS))})")
-        yield item
 
 
 class Memory(PortabilityMixin):
@@ -219,7 +200,7 @@ class Memory(PortabilityMixin):
     ) -> builtins.list[str]:
         """Store many memories (each a mapping of ``store()``'s arguments, ``content``
         required). Embeddings are computed in batches; each batch is one transaction."""
-        items = _store_items(items)
+        items = check_store_items(items)
         if batch_size is not None:
             check_limit(batch_size, maximum=100_000, name="batch_size")
         ids: builtins.list[str] = []
@@ -347,21 +328,9 @@ class Memory(PortabilityMixin):
         cfg = self.settings.storage
         return check_metadata(metadata, cfg.max_metadata_chars, cfg.max_metadata_depth)
 
-    def _filter(self, *, tags: Any = (), metadata: Any = None, include_invalid: Any = False,
-                **fields: Any) -> Filter:
-        """A recall/list/count filter from caller arguments, each checked."""
-        for name in ("session_id", "exclude_session_id", "source"):
-            if name in fields:
-                fields[name] = check_label(fields[name], name)
-        kind = fields.pop("kind", None)
-        if kind is not None and not isinstance(kind, str):
-            if not isinstance(kind, Iterable) or isinstance(kind, Mapping):
-                raise InvalidInputError(f"kind must be text or a list of text, not "
-                                        f"{type(kind).__name__}")
-            kind = builtins.list(kind)
-        return Filter.build(kind=kind, tags=check_tags(tags), metadata=self._metadata(metadata),
-                            include_invalid=check_flag(include_invalid, "include_invalid"),
-                            **fields)
+    def _filter(self, **fields: Any) -> Filter:
+        cfg = self.settings.storage
+        return check_filter(fields, cfg.max_metadata_chars, cfg.max_metadata_depth)
 
     def get(self, id_or_key: str) -> MemoryRecord:
         """The memory with this id or key; raises NotFoundError."""

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from clawmemory.errors import InvalidInputError
+from clawmemory.model import Filter
 
 __all__ = [
     "MAX_OFFSET",
@@ -20,6 +21,7 @@ __all__ = [
     "MAX_STRENGTH",
     "MAX_WEIGHT",
     "check_content",
+    "check_filter",
     "check_flag",
     "check_key",
     "check_label",
@@ -30,6 +32,7 @@ __all__ = [
     "check_offset",
     "check_query",
     "check_ref",
+    "check_store_items",
     "check_strength",
     "check_tags",
     "check_text",
@@ -294,3 +297,44 @@ def check_time(value: Any, what: str) -> float | None:
                                     ) from exc
         return check_time(stamp, what)
     raise InvalidInputError(f"{what} must be a time, not {type(value).__name__}")
+
+
+STORE_FIELDS = frozenset({"content", "key", "kind", "tags", "metadata", "session_id",
+                           "event_time", "source", "source_role", "source_ids", "confidence"})
+
+
+def check_store_items(items: Any) -> Iterable[Mapping[str, Any]]:
+    """``store_many``'s items, each checked to be a mapping of ``store()``'s arguments as it
+    is read (the iterable may be a generator too long to hold)."""
+    if not isinstance(items, Iterable) or isinstance(items, str | bytes | Mapping):
+        raise InvalidInputError("items must be an iterable of mappings, one per memory")
+    for index, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            raise InvalidInputError(f"item {index} must be a mapping of store() arguments, not "
+                                    f"{type(item).__name__}")
+        if "content" not in item:
+            raise InvalidInputError(f"item {index} has no content")
+        if unknown := sorted(str(k) for k in item if k not in STORE_FIELDS):
+            raise InvalidInputError(f"item {index}: unknown field {unknown[0]!r} (fields: "
+                                    f"{', '.join(sorted(STORE_FIELDS))})")
+        yield item
+
+
+def check_filter(fields: dict[str, Any], max_metadata_chars: int, max_metadata_depth: int
+                 ) -> Filter:
+    """A recall/list/count filter from caller arguments (``Filter.build``'s names), each
+    checked: labels as labels, kinds as text or a list of text, tags, metadata, flags."""
+    for name in ("session_id", "exclude_session_id", "source"):
+        if name in fields:
+            fields[name] = check_label(fields[name], name)
+    kind = fields.pop("kind", None)
+    if kind is not None and not isinstance(kind, str):
+        if not isinstance(kind, Iterable) or isinstance(kind, Mapping):
+            raise InvalidInputError(f"kind must be text or a list of text, not "
+                                    f"{type(kind).__name__}")
+        kind = list(kind)
+    tags = check_tags(fields.pop("tags", ()))
+    metadata = check_metadata(fields.pop("metadata", None), max_metadata_chars,
+                              max_metadata_depth)
+    flag = check_flag(fields.pop("include_invalid", False), "include_invalid")
+    return Filter.build(kind=kind, tags=tags, metadata=metadata, include_invalid=flag, **fields)

@@ -509,7 +509,7 @@ class Memory(PortabilityMixin):
         NER and no LLM, and register its session for consolidation. Returns the id."""
         from clawmemory.ingest import observe
 
-        return observe(self, role, content, session_id)  # checks every argument first
+        return observe(self, role, content, session_id)
 
     # --- reading -------------------------------------------------------------------------------
     def list(

@@ -232,7 +232,8 @@ SEEN_TOOLS = [("unified", "memory_list", {"offset": 10**30}),
               ("unified", "memory_store", {"content": "x", "metadata": nested(150)}),
               ("unified", "memory_get", {"id": "\udcff"}),
               ("koshi", "memory_reinforce", {"id": 2**63}),
-              ("unified", "memory_recall", {"query": "a" * 200_000})]
+              ("unified", "memory_recall", {"query": "a" * 200_000}),
+              ("consolidator", "save_facts_batch", {"facts": [""]})]  # found by -m slow
 
 
 @FAST

@@ -181,3 +181,26 @@ def test_docs_mcp_md_covers_both_commands_and_every_client() -> None:
                    "--namespace", "CLAWMEM_NAMESPACE", "## Troubleshooting",
                    "http://127.0.0.1:8765/mcp"):
         assert needed in text, needed
+
+
+def test_every_setting_is_in_docs_configuration_md() -> None:
+    """Each top-level setting is a row of "Top level"; each key of a section is named in
+    backticks under that section's ``## `[section]``` heading."""
+    from pydantic import BaseModel
+
+    from clawmemory.config import Settings as AllSettings
+
+    text = (DOCS / "configuration.md").read_text()
+    parts = re.split(r"^## ", text, flags=re.M)
+    by_heading = {part.splitlines()[0].strip(): part for part in parts[1:]}
+    missing = []
+    for name, field in AllSettings.model_fields.items():
+        model = field.annotation
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            if f"| `{name}` |" not in by_heading["Top level"]:
+                missing.append(name)
+            continue
+        section = by_heading.get(f"`[{name}]`", "")
+        named = set(CODE.findall(section))
+        missing += [f"{name}.{key}" for key in model.model_fields if key not in named]
+    assert missing == []

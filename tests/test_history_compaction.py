@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clawmemory import LLMError, Memory, Settings
+from clawmemory import ConfigError, LLMError, Memory, Settings
 from clawmemory.config import HistorySettings
 from clawmemory.history import (
     Compaction,
@@ -351,7 +351,7 @@ def test_emergency_retain_is_a_setting(mem: Memory) -> None:
 @pytest.mark.parametrize("bad", [{"keep_recent": 0}, {"compact_threshold": 1.5},
                                  {"max_history_len": 0}, {"session_idle_s": 0}])
 def test_history_settings_are_checked(bad: dict[str, object]) -> None:
-    with pytest.raises(ValueError, match="history"):
+    with pytest.raises(ConfigError, match="history"):
         Settings(history=bad)
 
 

@@ -1,4 +1,4 @@
-"""The default local embedder on ONNX Runtime (ADR 0008): the same vectors as the torch path,
+"""The default local embedder on ONNX Runtime (ADR 0013): the same vectors as the torch path,
 so existing databases need no reindex; where its model file comes from; no network, no
 telemetry and no side effects on the host process."""
 

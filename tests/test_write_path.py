@@ -1,4 +1,4 @@
-"""The write path (ADR 0008, issue 9): a memory is committed with its entity links, its link to
+"""The write path (ADR 0013, issue 9): a memory is committed with its entity links, its link to
 the previous turn and its vector-queue row in one transaction; vectors follow (now, in the
 background worker, or in the next process with the model loaded); concurrent turns of one
 session keep a single chain; what a killed process or an older version left is repaired by

@@ -5,16 +5,29 @@ Precedence (highest first): explicit arguments, environment (``CLAWMEM_DB``,
 ``~/.clawmemory/config.toml``), then the defaults below, which are the specifications' numbers.
 Every number the specifications give is a named default here, documented once
 (docs/configuration.md).
+
+Settings take effect or fail loudly: every value is range-checked, an unknown key (a typo in
+the file or a ``CLAWMEM_SECTION__KEY`` variable) and a setting that the other settings make
+inert are refused when the settings are built, with a ``ConfigError`` that says how to fix it.
 """
 
 from __future__ import annotations
 
+import difflib
+import logging
 import os
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -23,6 +36,7 @@ from pydantic_settings import (
 )
 
 from clawmemory.errors import ConfigError
+from clawmemory.validation import MAX_WEIGHT
 
 __all__ = [
     "Backend",
@@ -33,6 +47,8 @@ __all__ = [
     "LLMSettings",
     "MaintenanceSettings",
     "RecallSettings",
+    "Section",
+    "ServerSettings",
     "Settings",
     "StorageSettings",
     "default_home",
@@ -52,86 +68,156 @@ def default_home() -> Path:
     return Path(os.environ.get("CLAWMEM_HOME") or Path.home() / ".clawmemory")
 
 
-class StorageSettings(BaseModel):
-    busy_timeout_ms: int = 5000  # 001
-    max_content_chars: int = 100_000  # refuse larger content: a memory is a discrete unit (003)
-    max_key_chars: int = 512
+class Section(BaseModel):
+    """Base of every settings section: an unknown key is an error (a typo must not be ignored
+    silently), and no float setting may be NaN or infinite."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    def _inert(self, name: str, because: str, fix: str) -> None:
+        """Refuse ``name`` when it differs from its default but ``because`` makes it unused."""
+        if getattr(self, name) != type(self).model_fields[name].get_default(
+                call_default_factory=True):
+            raise ValueError(f"{name} is set but has no effect because {because}; {fix}")
+
+
+class StorageSettings(Section):
+    busy_timeout_ms: int = Field(default=5000, ge=0, le=2**31 - 1)  # 001
+    # refuse larger content: a memory is a discrete unit (003)
+    max_content_chars: int = Field(default=100_000, ge=1)
+    max_key_chars: int = Field(default=512, ge=1)
+    # A memory's metadata as JSON text, and how deeply it may nest (deeper JSON would exhaust
+    # the stack of every JSON codec on the way).
+    max_metadata_chars: int = Field(default=100_000, ge=2)
+    max_metadata_depth: int = Field(default=20, ge=1, le=100)
     mirror_dir: Path | None = None  # write each memory through to Markdown files here (002)
     sequence_links: bool = True  # link each episode to the previous turn of its session
 
 
-class EmbedderSettings(BaseModel):
+class EmbedderSettings(Section):
     provider: str = "local"  # local | openai | ollama | none
     model: str | None = None  # None = provider default (local: packaged all-MiniLM-L6-v2)
     base_url: str | None = None
     api_key: str | None = None  # openai; falls back to OPENAI_API_KEY
-    dimensions: int | None = None  # request reduced dimensions (OpenAI Matryoshka models)
-    batch_size: int = 64
-    query_cache_size: int = 1024  # LRU of query embeddings
-    context_turns: int = 1  # an episode is embedded after this many earlier turns of its session
+    # request reduced dimensions (OpenAI Matryoshka models)
+    dimensions: int | None = Field(default=None, ge=1)
+    batch_size: int = Field(default=64, ge=1)
+    query_cache_size: int = Field(default=1024, ge=0)  # LRU of query embeddings
+    # an episode is embedded after this many earlier turns of its session
+    context_turns: int = Field(default=1, ge=0, le=100)
     # local provider (ADR 0013): "auto" = ONNX Runtime, torch only for models without a graph
-    runtime: str = "auto"  # auto | onnx | torch
+    runtime: Literal["auto", "onnx", "torch"] = "auto"
     threads: int | None = Field(default=None, ge=1)  # None = half the usable CPUs (ONNX)
     cache_dir: Path | None = None  # ONNX model folders; None = ~/.cache/clawmemory/models
     allow_download: bool = False  # may fetch the ONNX model from the Hugging Face hub
     worker_batch: int = Field(default=32, ge=1)  # background embedding: records per batch
 
 
-class EntitySettings(BaseModel):
+class EntitySettings(Section):
     enabled: bool = True
-    strategy: str = "fast"  # NER strategy on the write path (004: regex only = fast)
+    strategy: Literal["fast", "accurate"] = "fast"  # NER on the write path (004: fast = regex)
 
 
-class RecallSettings(BaseModel):
-    limit: int = 5  # 000 recall_limit
-    mode: str = (
-        "auto"  # auto (hybrid when an embedder works, else keyword) | keyword | vector | hybrid
-    )
+_LISTS = ("keyword", "vector", "entity")
+
+
+class RecallSettings(Section):
+    limit: int = Field(default=5, ge=1, le=1000)  # 000 recall_limit
+    # auto (hybrid when an embedder works, else keyword) | keyword | vector | hybrid
+    mode: Literal["auto", "keyword", "vector", "hybrid"] = "auto"
+    # A longer query is refused before any parsing: the sanitiser keeps 32 words and the
+    # embedding model reads ~256 tokens, so more text only costs time.
+    max_query_chars: int = Field(default=10_000, ge=1, le=1_000_000)
     list_weights: dict[str, float] = Field(
         default_factory=lambda: {"keyword": 1.0, "vector": 1.0, "entity": 0.5}
     )
-    link_decay: float = 0.5  # a neighbour reached by depth=1 scores its parent's score × this
-    neighbour_weight: float = 0.15  # × fused score of adjacent turns (ADR 0005)
-    entity_weight: float = 0.0  # weighted fusion: weight of the entity list (max-normalised)
+    # a neighbour reached by depth=1 scores its parent's score × this
+    link_decay: float = Field(default=0.5, ge=0, le=1)
+    # × the fused score of adjacent turns (ADR 0005)
+    neighbour_weight: float = Field(default=0.15, ge=0)
+    # weighted fusion: weight of the entity list (max-normalised)
+    entity_weight: float = Field(default=0.0, ge=0)
     co_recall: bool = False  # 003 v2 co-recall links (off: see docs/benchmarks.md)
-    co_recall_increment: float = 0.1
-    co_recall_boost: float = 0.05
-    co_recall_max_boost: float = 0.2
-    candidate_pool: int = 50  # candidates per list before re-ranking
+    co_recall_increment: float = Field(default=0.1, ge=0)
+    co_recall_boost: float = Field(default=0.05, ge=0)
+    co_recall_max_boost: float = Field(default=0.2, ge=0)
+    # candidates per list before re-ranking
+    candidate_pool: int = Field(default=50, ge=1, le=100_000)
     # Vector similarity is cosine around the namespace's mean vector once it holds this many
     # vectors (0 = plain cosine). Measured on LoCoMo: ADR 0007.
-    centre_min_rows: int = 50
-    rrf_k: int = 60  # 002/004
-    fusion: str = "weighted"  # "weighted" (000) or "rrf" (002/004); measured: ADR 0004
-    text_weight: float = 0.4  # weighted mode, as 000 (ADR 0004, ADR 0007)
-    vector_weight: float = 0.6  # weighted mode, as 000 (ADR 0004, ADR 0007)
-    score_weight: float = 0.2  # 003: exp(score * 0.2)
-    recency: str = "koshi"  # "koshi" (003: 1/(1+0.01*days)), "half-life" (000), "none"
-    recency_per_day: float = 0.01  # 003
-    recency_half_life_s: float = 0.0  # 000; 0 = disabled
+    centre_min_rows: int = Field(default=50, ge=0)
+    rrf_k: int = Field(default=60, ge=0)  # 002/004
+    # "weighted" (000) or "rrf" (002/004); measured: ADR 0004
+    fusion: Literal["weighted", "rrf"] = "weighted"
+    text_weight: float = Field(default=0.4, ge=0)  # weighted mode, as 000 (ADR 0004, ADR 0007)
+    vector_weight: float = Field(default=0.6, ge=0)  # weighted mode, as 000 (ADR 0004, ADR 0007)
+    score_weight: float = Field(default=0.2, ge=0, le=1)  # 003: exp(score * 0.2)
+    # "koshi" (003: 1/(1+0.01*days)), "half-life" (000), "none"
+    recency: Literal["koshi", "half-life", "none"] = "koshi"
+    recency_per_day: float = Field(default=0.01, ge=0)  # 003
+    recency_half_life_s: float = Field(default=0.0, ge=0)  # 000; only with recency = "half-life"
     stopwords: bool = True  # drop English function words from keyword queries (see sanitize.py)
-    weight_key: float = 2.0  # 000: key matches weigh twice content matches
-    weight_content: float = 1.0
-    weight_tags: float = 1.5
-    weight_source: float = 0.5
+    weight_key: float = Field(default=2.0, ge=0)  # 000: key matches weigh twice content matches
+    weight_content: float = Field(default=1.0, ge=0)
+    weight_tags: float = Field(default=1.5, ge=0)
+    weight_source: float = Field(default=0.5, ge=0)
+
+    @field_validator("list_weights")
+    @classmethod
+    def _known_lists(cls, weights: dict[str, float]) -> dict[str, float]:
+        unknown = sorted(set(weights) - set(_LISTS))
+        if unknown:
+            raise ValueError(f"unknown candidate list {unknown[0]!r}; the lists are "
+                             f"{', '.join(_LISTS)}")
+        if any(w < 0 for w in weights.values()):
+            raise ValueError("weights must be 0 or more")
+        return weights
+
+    @model_validator(mode="after")
+    def _no_inert_setting(self) -> RecallSettings:
+        """A setting the chosen formula never reads is a mistake the user would not notice."""
+        if self.fusion == "weighted":
+            for name in ("rrf_k", "list_weights"):
+                self._inert(name, 'recall.fusion is "weighted"', 'set recall.fusion = "rrf" to '
+                            f'use it, or remove recall.{name}')
+        else:
+            for name in ("text_weight", "vector_weight", "entity_weight"):
+                self._inert(name, 'recall.fusion is "rrf"', 'set recall.fusion = "weighted" to '
+                            f'use it, or remove recall.{name}')
+        if self.recency != "half-life":
+            self._inert("recency_half_life_s", f'recall.recency is "{self.recency}"',
+                        'set recall.recency = "half-life" to use it, or remove '
+                        "recall.recency_half_life_s")
+        elif self.recency_half_life_s <= 0:
+            raise ValueError('recency = "half-life" needs recency_half_life_s > 0 (seconds for '
+                             'a memory\'s weight to halve, e.g. 2592000 for 30 days), or set '
+                             'recall.recency = "none"')
+        if self.recency != "koshi":
+            self._inert("recency_per_day", f'recall.recency is "{self.recency}"',
+                        'set recall.recency = "koshi" to use it, or remove recall.recency_per_day')
+        if not self.co_recall:
+            for name in ("co_recall_increment", "co_recall_boost", "co_recall_max_boost"):
+                self._inert(name, "recall.co_recall is false",
+                            f"set recall.co_recall = true to use it, or remove recall.{name}")
+        return self
 
 
-class LifecycleSettings(BaseModel):
+class LifecycleSettings(Section):
     # What a lifecycle job does with a memory it takes out of the live set (hygiene purge, idle
     # purge): "archive" keeps it searchable and restorable (003's archive); "delete" is 000's
     # hard delete, an explicit choice.
     purge: Literal["archive", "delete"] = "archive"
-    reinforce_weight: int = 3  # 003
-    demote_weight: int = 1  # 003
-    hygiene_max_age_s: int = 604_800  # 000: 7 days
-    knowledge_max_idle_days: int = 30  # 000
-    knowledge_survival_chance: float = 0.05  # 000
-    decay_threshold: float = 0.05  # 004
-    max_size_bytes: int = 100 * 1024 * 1024  # 003 maxSize 100MB
-    prune_percent: float = 1.0  # 003
+    reinforce_weight: int = Field(default=3, ge=0, le=MAX_WEIGHT)  # 003
+    demote_weight: int = Field(default=1, ge=0, le=MAX_WEIGHT)  # 003
+    hygiene_max_age_s: int = Field(default=604_800, ge=0)  # 000: 7 days
+    knowledge_max_idle_days: int = Field(default=30, ge=0)  # 000
+    knowledge_survival_chance: float = Field(default=0.05, ge=0, le=1)  # 000
+    decay_threshold: float = Field(default=0.05, ge=0, le=1)  # 004
+    max_size_bytes: int = Field(default=100 * 1024 * 1024, ge=0)  # 003 maxSize 100MB
+    prune_percent: float = Field(default=1.0, ge=0, le=100)  # 003
 
 
-class MaintenanceSettings(BaseModel):
+class MaintenanceSettings(Section):
     """Scheduled maintenance (003, 004): one crontab expression per job (minute hour day month
     weekday; "" leaves the job unscheduled), in ``timezone`` (None = this machine's)."""
 
@@ -142,11 +228,12 @@ class MaintenanceSettings(BaseModel):
     decay: str = "0 4 * * *"  # 004 decay + 000 hygiene + 003 pruning (pruneSchedule), 04:00
     reflect: str = "0 3 * * 0"  # 004 weekly reflection, Sunday 03:00
     timezone: str | None = None
-    enrich_max_entities: int = 2  # 004: re-extract memories with at most this many entities
-    enrich_batch: int = 50  # 004: memories per enrichment run
+    # 004: re-extract memories with at most this many entities
+    enrich_max_entities: int = Field(default=2, ge=0)
+    enrich_batch: int = Field(default=50, ge=1)  # 004: memories per enrichment run
 
 
-class ConsolidationSettings(BaseModel):
+class ConsolidationSettings(Section):
     """The 004 consolidator agent's tools (``tools/consolidator.py``)."""
 
     episodes_page_size: int = Field(default=30, ge=1)  # get_episodes_for_consolidation chunk
@@ -161,7 +248,7 @@ class LLMProviderName(StrEnum):
     ANTHROPIC = "anthropic"
 
 
-class LLMSettings(BaseModel):
+class LLMSettings(Section):
     """The language model for the steps that need one (docs/llm.md). ``provider = "none"``
     (the default) skips them and says so; everything else works."""
 
@@ -187,7 +274,7 @@ class LLMSettings(BaseModel):
         return value.strip().lower() if isinstance(value, str) else value
 
 
-class ContextSettings(BaseModel):
+class ContextSettings(Section):
     """Context injection (``context.py``); the token estimate itself (words × 1.3) is the
     pluggable ``estimator`` argument, not a setting."""
 
@@ -198,7 +285,7 @@ class ContextSettings(BaseModel):
     sandbox_facts: int = Field(default=5, ge=1)  # 004 get_context: hybrid_search(prompt, limit=5)
 
 
-class HistorySettings(BaseModel):
+class HistorySettings(Section):
     """Conversation history, compaction and sessions (``clawmemory.history``, docs/history.md)."""
 
     max_history_len: int = Field(default=100, ge=1)  # 001 MaxHistoryLen: the in-RAM window
@@ -214,18 +301,46 @@ class HistorySettings(BaseModel):
     write_queue_max: int = Field(default=10_000, ge=1)  # write-behind queue bound (001 8b/13b)
 
 
+class ServerSettings(Section):
+    """``clawmem serve`` (MCP over HTTP). It listens on loopback only and checks every request's
+    Host and Origin headers (DNS-rebinding protection); these add the names a reverse proxy
+    in front of it forwards."""
+
+    # Host header values also accepted: "name", "name:port" or "name:*" (any port)
+    allowed_hosts: list[str] = Field(default_factory=list)
+    # Origin header values also accepted: "https://name", "https://name:port", "...:*"
+    allowed_origins: list[str] = Field(default_factory=list)
+    # Larger request bodies are refused (413) before they are read in full. A memory of
+    # storage.max_content_chars escaped as \uXXXX is 600 kB of JSON, so 1 MiB holds any.
+    max_request_bytes: int = Field(default=1024 * 1024, ge=1024, le=64 * 1024 * 1024)
+
+    @field_validator("allowed_hosts", "allowed_origins")
+    @classmethod
+    def _plain_names(cls, values: list[str]) -> list[str]:
+        for value in values:
+            if not value.strip() or any(c.isspace() for c in value) or "/" in value.split("://")[-1]:
+                raise ValueError(f"{value!r} is not a host name (or origin) such as "
+                                 "'memory.example.com', 'memory.example.com:*' or "
+                                 "'https://memory.example.com'")
+        return values
+
+
 class Settings(BaseSettings):
-    """All settings. Construct with keyword arguments to override anything in code."""
+    """All settings. Construct with keyword arguments to override anything in code; invalid or
+    unknown values raise ``ConfigError``."""
 
     model_config = SettingsConfigDict(
         env_prefix="CLAWMEM_",
         env_nested_delimiter="__",
-        extra="ignore",
+        # Unknown keys in the config file are errors. (Unknown top-level CLAWMEM_* variables
+        # are never read: CLAWMEM_HOME, CLAWMEM_CONFIG and CLAWMEM_DEBUG are not settings.)
+        extra="forbid",
         validate_default=True,
+        allow_inf_nan=False,
     )
 
     db: Path | None = None  # storage file; None = default_home()/memory.db (or memory.json)
-    namespace: str = "default"
+    namespace: str = Field(default="default", min_length=1, max_length=256)
     backend: str = Backend.SQLITE.value  # sqlite | memory | json | none (unknown -> none)
     log_level: str = "WARNING"
     storage: StorageSettings = Field(default_factory=StorageSettings)
@@ -238,6 +353,20 @@ class Settings(BaseSettings):
     context: ContextSettings = Field(default_factory=ContextSettings)
     history: HistorySettings = Field(default_factory=HistorySettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
+    server: ServerSettings = Field(default_factory=ServerSettings)
+
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            raise ConfigError(_describe(exc, type(self))) from exc
+
+    @field_validator("log_level")
+    @classmethod
+    def _known_level(cls, value: str) -> str:
+        if str(value).upper() not in logging.getLevelNamesMapping():
+            raise ValueError(f"unknown level {value!r}; use DEBUG, INFO, WARNING or ERROR")
+        return value
 
     @classmethod
     def settings_customise_sources(
@@ -267,9 +396,42 @@ def load_settings(**overrides: Any) -> Settings:
     clean = {k: v for k, v in overrides.items() if v is not None}
     try:
         return Settings(**clean)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ()))
-        raise ConfigError(f"invalid setting {where}: {first.get('msg')}") from exc
     except (OSError, ValueError) as exc:  # unreadable or malformed TOML
         raise ConfigError(f"cannot read config file {config_path()}: {exc}") from exc
+
+
+def _describe(exc: ValidationError, model: type[BaseModel]) -> str:
+    """One line naming the first bad setting, where it may come from, and what to do."""
+    first = exc.errors()[0]
+    loc = [str(p) for p in first.get("loc", ())]
+    where = ".".join(loc)
+    origin = _origin(loc)
+    if first.get("type") == "extra_forbidden":
+        known = list(_section(model, loc[:-1]).model_fields)
+        close = difflib.get_close_matches(loc[-1], known, n=1)
+        if close:
+            return (f"unknown setting {where}{origin}: did you mean "
+                    f"{'.'.join([*loc[:-1], close[0]])}? Fix or remove it "
+                    "(docs/configuration.md lists every setting)")
+        return (f"unknown setting {where}{origin}: remove it (known here: {', '.join(known)}; "
+                "docs/configuration.md)")
+    message = str(first.get("msg", "invalid")).removeprefix("Value error, ")
+    what = f"setting {where}" if where else "settings"
+    return f"invalid {what}{origin}: {message}"
+
+
+def _section(model: type[BaseModel], path: list[str]) -> type[BaseModel]:
+    for name in path:
+        annotation = model.model_fields[name].annotation
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            break
+        model = annotation
+    return model
+
+
+def _origin(loc: list[str]) -> str:
+    """Where a value came from, as far as can be told: an environment variable, the file."""
+    if loc and (var := "CLAWMEM_" + "__".join(loc[:2]).upper()) in os.environ:
+        return f" (from {var})"
+    path = config_path()
+    return f" (in {path} or given in code)" if path.is_file() else ""

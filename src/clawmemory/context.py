@@ -64,7 +64,7 @@ def estimate_tokens(text: str) -> int:
 
 # --- 000 PtrClaw ----------------------------------------------------------------------------------
 CONTEXT_OPEN, CONTEXT_CLOSE = "[Memory context]", "[/Memory context]"
-_CONTEXT_BLOCK = re.compile(r"\[Memory context\].*?\[/Memory context\][ \t]*(?:\r?\n)*", re.S)
+_AFTER_BLOCK = re.compile(r"[ \t]*(?:\r?\n)*")  # the blank tail a block leaves behind
 NEIGHBOR_LIMIT = 10  # links listed per entry
 
 
@@ -81,7 +81,7 @@ def ptrclaw_enrich(
     if mem is None or recall_limit <= 0 or not message.strip():
         return message
     try:
-        hits = mem.recall(message, limit=recall_limit * 2)
+        hits = mem.recall(_query(mem, message), limit=recall_limit * 2)
         entries = [h.memory for h in hits if h.memory.kind != "core"][:recall_limit]
         if not entries:
             return message
@@ -93,6 +93,13 @@ def ptrclaw_enrich(
     lines = [_entry_line(r, links[r.id]) for r in entries]
     lines += [f"- {_label(r)}: {r.content}" for r in extra]
     return "\n".join([CONTEXT_OPEN, *lines, CONTEXT_CLOSE]) + "\n\n" + message
+
+
+def _query(mem: Memory, text: str) -> str:
+    """A whole chat message as a recall query, cut to ``recall.max_query_chars`` (recall
+    refuses longer queries). The cut costs next to nothing: keyword search keeps the first 32
+    distinct words and the embedding model reads the first few hundred tokens."""
+    return text[: mem.settings.recall.max_query_chars]
 
 
 def _label(r: MemoryRecord) -> str:
@@ -132,8 +139,21 @@ def _collect_neighbors(
 
 
 def strip_memory_context(text: str) -> str:
-    """``text`` without any ``[Memory context]...[/Memory context]`` block (000)."""
-    return _CONTEXT_BLOCK.sub("", text)
+    """``text`` without any ``[Memory context]...[/Memory context]`` block (000).
+
+    Found with ``str.find``: a lazy ``open.*?close`` pattern rescans to the end of the text
+    from every opening that is never closed (26 s for 20,000 of them)."""
+    out: list[str] = []
+    pos = 0
+    while (start := text.find(CONTEXT_OPEN, pos)) != -1:
+        end = text.find(CONTEXT_CLOSE, start + len(CONTEXT_OPEN))
+        if end == -1:
+            break  # no later opening can be closed either
+        out.append(text[pos:start])
+        tail = _AFTER_BLOCK.match(text, end + len(CONTEXT_CLOSE))
+        pos = tail.end() if tail else end + len(CONTEXT_CLOSE)
+    out.append(text[pos:])
+    return "".join(out)
 
 
 _SOUL_SECTIONS = (
@@ -179,7 +199,7 @@ def relevant_memory_block(
     there is no memory or nothing relevant fits."""
     if mem is None or max_facts <= 0 or not query.strip():
         return None
-    hits = mem.recall(query, limit=max_facts, kind=kind)
+    hits = mem.recall(_query(mem, query), limit=max_facts, kind=kind)
     facts: list[str] = []
     used = 0
     for h in hits:
@@ -221,7 +241,8 @@ def devclaw_layer(
                                                limit=limit))
     if not query.strip():
         return ""
-    lines = [f"- [{h.memory.kind}] {h.memory.content}\n" for h in mem.recall(query, limit=limit)]
+    hits = mem.recall(_query(mem, query), limit=limit)
+    lines = [f"- [{h.memory.kind}] {h.memory.content}\n" for h in hits]
     if not lines:
         return ""
     used = estimator(DEVCLAW_HEADER)
@@ -332,7 +353,8 @@ def sandbox_context(
     limit = limit or mem.settings.context.sandbox_facts
     parts = []
     if prompt.strip():
-        hits = mem.recall(prompt, kind="fact", limit=limit, exclude_session_id=session_id)
+        hits = mem.recall(_query(mem, prompt), kind="fact", limit=limit,
+                          exclude_session_id=session_id)
         if hits:
             parts.append("## Relevant memory\n" + "\n".join(f"- {h.memory.content}"
                                                              for h in hits))

@@ -22,14 +22,22 @@ from clawmemory.store.base import ORDERS, ArchiveEntry, Store
 from clawmemory.store.factory import open_store
 from clawmemory.validation import (
     check_content,
+    check_filter,
+    check_flag,
     check_key,
     check_label,
     check_labels,
     check_limit,
     check_metadata,
     check_namespace,
+    check_offset,
+    check_query,
+    check_ref,
+    check_store_items,
+    check_strength,
     check_tags,
     check_time,
+    check_weight,
 )
 from clawmemory.write_path import WritePathMixin
 
@@ -37,6 +45,7 @@ __all__ = ["ImportReport", "Memory"]
 
 log = logging.getLogger("clawmemory")
 _UNSET: Any = object()
+_MODES = ("auto", "keyword", "vector", "hybrid")
 
 
 def _confidence(value: Any) -> float:
@@ -195,6 +204,9 @@ class Memory(WritePathMixin, PortabilityMixin):
     ) -> builtins.list[str]:
         """Store many memories (each a mapping of ``store()``'s arguments, ``content``
         required). Embeddings are computed in batches; each batch is one transaction."""
+        items = check_store_items(items)
+        if batch_size is not None:
+            check_limit(batch_size, maximum=100_000, name="batch_size")
         ids: builtins.list[str] = []
         # 1024 per batch: the model sorts each batch by length before padding, and measured
         # ingest with embeddings rose from ~0.75 to ~0.95 of its raw throughput over 256.
@@ -251,7 +263,7 @@ class Memory(WritePathMixin, PortabilityMixin):
             key=check_key(fields.pop("key"), cfg.max_key_chars),
             kind=kind,
             tags=check_tags(fields.pop("tags")),
-            metadata=check_metadata(fields.pop("metadata")),
+            metadata=self._metadata(fields.pop("metadata")),
             event_time=check_time(fields.pop("event_time"), "event_time"),
             source_ids=check_labels(fields.pop("source_ids"), "source_ids"),
             session_id=check_label(fields.pop("session_id"), "session_id"),
@@ -266,9 +278,17 @@ class Memory(WritePathMixin, PortabilityMixin):
             **fields,
         )
 
+    def _metadata(self, metadata: Any) -> dict[str, Any]:
+        cfg = self.settings.storage
+        return check_metadata(metadata, cfg.max_metadata_chars, cfg.max_metadata_depth)
+
+    def _filter(self, **fields: Any) -> Filter:
+        cfg = self.settings.storage
+        return check_filter(fields, cfg.max_metadata_chars, cfg.max_metadata_depth)
+
     def get(self, id_or_key: str) -> MemoryRecord:
         """The memory with this id or key; raises NotFoundError."""
-        record = self.store_backend.get(self.namespace, str(id_or_key))
+        record = self.store_backend.get(self.namespace, check_ref(id_or_key))
         if record is None:
             raise NotFoundError(
                 f"no memory with id or key {id_or_key!r} in namespace {self.namespace!r}"
@@ -295,7 +315,7 @@ class Memory(WritePathMixin, PortabilityMixin):
         if tags is not None:
             changes["tags"] = check_tags(tags)
         if metadata is not None:
-            changes["metadata"] = check_metadata(metadata)
+            changes["metadata"] = self._metadata(metadata)
         if kind is not None:
             changes["kind"] = normalize_kind(kind)
             if changes["kind"] != current.kind and current.decay_rate > 0:
@@ -325,9 +345,10 @@ class Memory(WritePathMixin, PortabilityMixin):
         links, vectors, mirror files). Nothing is left in the database file either: no copy
         in free pages or the write-ahead log. Returns the record that was named; raises
         NotFoundError."""
-        record = self.store_backend.get(self.namespace, str(id_or_key))
+        ref = check_ref(id_or_key)
+        record = self.store_backend.get(self.namespace, ref)
         if record is None:
-            record = self.store_backend.find_archived(self.namespace, str(id_or_key))
+            record = self.store_backend.find_archived(self.namespace, ref)
         if record is None:
             raise NotFoundError(
                 f"no memory with id or key {id_or_key!r} in namespace {self.namespace!r}"
@@ -370,21 +391,19 @@ class Memory(WritePathMixin, PortabilityMixin):
         (Maintenance archives memories: ``archived()`` lists them.)"""
         from clawmemory.lifecycle import restore
 
-        return restore(self, id_)
+        return restore(self, check_ref(id_, "id"))
 
     def archived(self, *, limit: int = 50, offset: int = 0) -> builtins.list[ArchiveEntry]:
         """Archived memories of this namespace, most recently archived first, each with its
         ``archived_at``. ``recall(query, archive=True)`` searches them."""
-        if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset < 2**62:
-            raise InvalidInputError("offset must be a non-negative integer below 2**62")
         return self.store_backend.archive_list(
-            self.namespace, limit=check_limit(limit, maximum=10_000), offset=offset
+            self.namespace, limit=check_limit(limit, maximum=10_000), offset=check_offset(offset)
         )
 
     # --- feedback and correction (003, 004) -----------------------------------------------------
     def reinforce(self, id_or_key: str, weight: int | None = None) -> MemoryRecord:
         """Mark as useful: score += reinforce_weight (3) and the recency clock resets (003)."""
-        w = self.settings.lifecycle.reinforce_weight if weight is None else weight
+        w = self.settings.lifecycle.reinforce_weight if weight is None else check_weight(weight)
         current = self.get(id_or_key)
         updated = current.evolve(score=current.score + w, last_accessed=self.clock())
         self.store_backend.replace(updated)
@@ -393,7 +412,7 @@ class Memory(WritePathMixin, PortabilityMixin):
 
     def demote(self, id_or_key: str, weight: int | None = None) -> MemoryRecord:
         """Mark as wrong or stale: score -= demote_weight (1) (003)."""
-        w = self.settings.lifecycle.demote_weight if weight is None else weight
+        w = self.settings.lifecycle.demote_weight if weight is None else check_weight(weight)
         current = self.get(id_or_key)
         updated = current.evolve(score=current.score - w)
         self.store_backend.replace(updated)
@@ -477,23 +496,15 @@ class Memory(WritePathMixin, PortabilityMixin):
         offset: int = 0,
         order: str = "newest",
     ) -> builtins.list[MemoryRecord]:
-        if order not in ORDERS:
+        if not isinstance(order, str) or order not in ORDERS:
             raise InvalidInputError(f"order must be one of {', '.join(ORDERS)}")
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise InvalidInputError("offset must be a non-negative integer")
-        flt = Filter.build(
-            kind=kind,
-            tags=check_tags(tags),
-            session_id=session_id,
-            metadata=check_metadata(metadata),
-            source=source,
-            include_invalid=include_invalid,
-        )
+        flt = self._filter(kind=kind, tags=tags, session_id=session_id, metadata=metadata,
+                           source=source, include_invalid=include_invalid)
         return self.store_backend.list(
             self.namespace,
             flt,
             limit=check_limit(limit, maximum=10_000),
-            offset=offset,
+            offset=check_offset(offset),
             order=order,
         )
 
@@ -504,16 +515,19 @@ class Memory(WritePathMixin, PortabilityMixin):
         include_invalid: bool = False,
         **filters: Any,
     ) -> int:
-        for name, check in (("tags", check_tags), ("metadata", check_metadata)):
-            if name in filters:
-                filters[name] = check(filters[name])
-        flt = Filter.build(kind=kind, include_invalid=include_invalid, **filters)
+        allowed = {"tags", "metadata", "session_id", "exclude_session_id", "source"}
+        if unknown := sorted(set(filters) - allowed):
+            raise InvalidInputError(f"count() got an unknown filter {unknown[0]!r}; filters: "
+                                    f"{', '.join(sorted(allowed))}")
+        flt = self._filter(kind=kind, include_invalid=include_invalid, **filters)
         return self.store_backend.count(self.namespace, flt)
 
     def search_by_metadata(
         self, key: str, value: Any, *, limit: int = 100
     ) -> builtins.list[MemoryRecord]:
         """Memories whose ``metadata[key] == value`` (001 SearchByMetadata)."""
+        if not isinstance(key, str):
+            raise InvalidInputError(f"metadata key must be text, not {type(key).__name__}")
         return self.list(metadata={key: value}, limit=limit)
 
     def recall(
@@ -541,25 +555,23 @@ class Memory(WritePathMixin, PortabilityMixin):
         set (003 pruning, and the hygiene and idle purges by default).
         Recall counts as access: ``last_accessed`` and ``access_count`` are updated (``touch``).
         """
-        if not isinstance(query, str):
-            raise InvalidInputError("query must be text")
+        query = check_query(query, self.settings.recall.max_query_chars)  # before any parsing
         limit = check_limit(limit if limit is not None else self.settings.recall.limit)
         if isinstance(depth, bool) or not isinstance(depth, int) or not 0 <= depth <= 3:
             raise InvalidInputError("depth must be 0, 1, 2 or 3")
+        flt = self._filter(kind=kind, tags=tags, session_id=session_id,
+                           exclude_session_id=exclude_session_id, metadata=metadata,
+                           include_invalid=include_invalid)
+        check_flag(touch, "touch")
+        check_flag(archive, "archive")
+        if mode is not None and (not isinstance(mode, str) or mode.lower() not in _MODES):
+            raise InvalidInputError(f"mode must be one of {', '.join(_MODES)}")
         if not query.strip():
             return []  # 000: empty queries return immediately
         if archive:
             from clawmemory.lifecycle import recall_archive
 
             return recall_archive(self, query, limit)
-        flt = Filter.build(
-            kind=kind,
-            tags=check_tags(tags),
-            session_id=session_id,
-            exclude_session_id=exclude_session_id,
-            metadata=check_metadata(metadata),
-            include_invalid=include_invalid,
-        )
         now = self.clock()
         chosen = self._mode(mode)
         req = RecallRequest(self.namespace, query, limit, flt, now, chosen, depth)
@@ -578,8 +590,6 @@ class Memory(WritePathMixin, PortabilityMixin):
 
     def _mode(self, mode: str | None) -> str:
         mode = (mode or self.settings.recall.mode).lower()
-        if mode not in ("auto", "keyword", "vector", "hybrid"):
-            raise InvalidInputError("mode must be keyword, vector, hybrid or auto")
         if mode == "keyword":
             return mode
         available = self.components.vectors() is not None
@@ -628,18 +638,23 @@ class Memory(WritePathMixin, PortabilityMixin):
 
     # --- graph (000) ---------------------------------------------------------------------------
     def link(self, a: str, b: str, *, strength: float = 1.0, origin: str = "manual") -> bool:
-        """Link two memories (by id or key) both ways. False if either does not exist."""
-        ra = self.store_backend.get(self.namespace, a)
-        rb = self.store_backend.get(self.namespace, b)
+        """Link two memories (by id or key) both ways. False if either does not exist.
+        ``strength``: greater than 0, at most 1,000; linking again adds to it."""
+        strength = check_strength(strength)
+        label = check_label(origin, "origin")
+        if label is None:
+            raise InvalidInputError("origin must be non-empty text")
+        ra = self.store_backend.get(self.namespace, check_ref(a))
+        rb = self.store_backend.get(self.namespace, check_ref(b))
         if ra is None or rb is None:
             return False
         return self.store_backend.link(
-            self.namespace, ra.id, rb.id, strength=strength, origin=origin
+            self.namespace, ra.id, rb.id, strength=strength, origin=label
         )
 
     def unlink(self, a: str, b: str) -> bool:
-        ra = self.store_backend.get(self.namespace, a)
-        rb = self.store_backend.get(self.namespace, b)
+        ra = self.store_backend.get(self.namespace, check_ref(a))
+        rb = self.store_backend.get(self.namespace, check_ref(b))
         if ra is None or rb is None:
             return False
         return self.store_backend.unlink(self.namespace, ra.id, rb.id)
@@ -655,12 +670,14 @@ class Memory(WritePathMixin, PortabilityMixin):
     def entity_info(self, name: str, *, limit: int = 20) -> dict[str, Any]:
         """Everything known about an entity (004 get_entity_info): its profile (canonical name,
         type, aliases, mention count) and the memories that mention it, newest first."""
+        name = check_ref(name, "entity name")
+        limit = check_limit(limit)
         layer = self.components.entity_layer()
         index = layer[0] if layer is not None else None
         profile = index.profile(self.namespace, name) if index is not None else None
         if index is None or profile is None:
             raise NotFoundError(f"no entity named {name!r} in namespace {self.namespace!r}")
-        ids = index.memories_of(self.namespace, profile.id, check_limit(limit))
+        ids = index.memories_of(self.namespace, profile.id, limit)
         return {
             "id": profile.id,
             "name": profile.canonical_name,

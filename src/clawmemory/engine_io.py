@@ -71,6 +71,10 @@ class PortabilityMixin:
     ) -> ImportReport:
         """Import a snapshot; entries whose key or id already exists are skipped. All or
         nothing: a malformed entry raises ImportFormatError and nothing is written."""
+        if not isinstance(text, str):
+            raise InvalidInputError(f"a snapshot is JSON text, not {type(text).__name__}")
+        if not isinstance(source, str) or not isinstance(dry_run, bool):
+            raise InvalidInputError("source must be text and dry_run true or false")
         parsed = parse_snapshot(
             text,
             namespace=self.namespace,

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from clawmemory.errors import InvalidInputError
-from clawmemory.validation import check_content
+from clawmemory.validation import check_content, check_label
 
 if TYPE_CHECKING:
     from clawmemory.engine import Memory
@@ -162,7 +162,7 @@ def session_ledger(mem: Memory) -> SessionLedger:
 def _session(session_id: object) -> str:
     if not isinstance(session_id, str) or not session_id.strip():
         raise InvalidInputError("session_id must be non-empty text")
-    return session_id.strip()
+    return check_label(session_id, "session_id") or ""
 
 
 def register_session(mem: Memory, session_id: str) -> bool:
@@ -191,6 +191,7 @@ def observe(mem: Memory, role: str, content: str, session_id: str) -> str:
     on its first message. Everything is checked before the first write."""
     if not isinstance(role, str) or not role.strip():
         raise InvalidInputError("role must be non-empty text ('user' or the agent's name)")
+    check_label(role, "role")
     sid = _session(session_id)
     check_content(content, mem.settings.storage.max_content_chars)
     register_session(mem, sid)

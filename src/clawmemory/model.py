@@ -66,6 +66,8 @@ KIND_ALIASES: Mapping[str, str] = {"knowledge": "fact"}
 
 def normalize_kind(kind: str) -> str:
     """Return the canonical kind name, accepting aliases and any case."""
+    if not isinstance(kind, str):
+        raise InvalidInputError(f"kind must be text, not {type(kind).__name__}")
     name = kind.strip().lower()
     name = KIND_ALIASES.get(name, name)
     if name not in KINDS:

@@ -25,7 +25,15 @@ from typing import Any
 from clawmemory.errors import ClawMemoryError, ImportFormatError, InvalidInputError
 from clawmemory.model import KINDS, MemoryRecord, normalize_kind
 from clawmemory.store.base import Link
-from clawmemory.validation import check_content, check_key, check_metadata, check_tags, check_time
+from clawmemory.validation import (
+    check_content,
+    check_key,
+    check_metadata,
+    check_ref,
+    check_tags,
+    check_text,
+    check_time,
+)
 
 __all__ = ["FORMAT", "ParsedSnapshot", "dump_snapshot", "new_id", "parse_snapshot"]
 
@@ -84,6 +92,8 @@ def parse_snapshot(
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ImportFormatError(f"not valid JSON: {exc.msg}", path=source, line=exc.lineno) from exc
+    except RecursionError as exc:  # "[[[[..." deeper than the decoder's stack
+        raise ImportFormatError("JSON nested too deeply", path=source) from exc
     if isinstance(doc, list):
         entries: Any = doc
     elif isinstance(doc, dict) and isinstance(doc.get("entries"), list):
@@ -107,7 +117,7 @@ def parse_snapshot(
             by_name.setdefault(record.key, record.id)
         names = entry.get("links") or []
         if isinstance(names, list):
-            raw_links.append((record.id, [str(n) for n in names]))
+            raw_links.append((record.id, [str(n) for n in names]))  # unknown names are skipped
     if isinstance(doc, dict) and isinstance(doc.get("links"), list):
         parsed.links.extend(_explicit_links(doc["links"], source))
     else:  # 000 shape: links are the keys of linked entries
@@ -125,9 +135,11 @@ def _explicit_links(links: list[Any], source: str) -> list[tuple[str, str, float
         if isinstance(lk, dict) and "a" in lk and "b" in lk:
             try:
                 strength = _number(lk, "strength", 1.0)
+                a, b, origin = (check_text(str(v), "link") for v in
+                                (lk["a"], lk["b"], lk.get("origin", "manual")))
             except ClawMemoryError as exc:
                 raise ImportFormatError(f"link {index}: {exc}", path=source) from exc
-            out.append((str(lk["a"]), str(lk["b"]), strength, str(lk.get("origin", "manual"))))
+            out.append((a, b, strength, origin))
     return out
 
 
@@ -145,17 +157,17 @@ def _entry(entry: Any, *, namespace: str, now: float, max_chars: int) -> MemoryR
     updated = check_time(entry.get("updated_at"), "updated_at") or created
     rid = entry.get("id")
     return MemoryRecord(
-        id=str(rid) if isinstance(rid, str | int) and str(rid).strip() else new_id(),
+        id=check_ref(rid) if isinstance(rid, str | int) and str(rid).strip() else new_id(),
         content=content,
         namespace=namespace,
         key=check_key(entry.get("key"), 512),
         kind=kind,
         tags=check_tags(entry.get("tags")),
         metadata=check_metadata(entry.get("metadata")),
-        source=_opt_str(entry.get("source")),
-        source_role=_opt_str(entry.get("source_role")),
+        source=_opt_str(entry.get("source"), "source"),
+        source_role=_opt_str(entry.get("source_role"), "source_role"),
         source_ids=_str_list(entry.get("source_ids"), "source_ids"),
-        session_id=_opt_str(entry.get("session_id")),
+        session_id=_opt_str(entry.get("session_id"), "session_id"),
         created_at=created,
         event_time=check_time(entry.get("event_time"), "event_time"),
         updated_at=updated,
@@ -169,7 +181,7 @@ def _entry(entry: Any, *, namespace: str, now: float, max_chars: int) -> MemoryR
         confidence=_number(entry, "confidence", 1.0, upper=1.0),
         decay_rate=_number(entry, "decay_rate", KINDS[kind].decay_rate),
         valid_until=check_time(entry.get("valid_until"), "valid_until"),
-        supersedes=_opt_str(entry.get("supersedes")),
+        supersedes=_opt_str(entry.get("supersedes"), "supersedes"),
     )
 
 
@@ -192,8 +204,8 @@ def _str_list(value: Any, name: str) -> tuple[str, ...]:
         return ()
     if not isinstance(value, list | tuple):
         raise InvalidInputError(f"{name} must be a list, not {type(value).__name__}")
-    return tuple(str(v) for v in value)
+    return tuple(check_text(str(v), name) for v in value)
 
 
-def _opt_str(value: Any) -> str | None:
-    return None if value is None or value == "" else str(value)
+def _opt_str(value: Any, name: str) -> str | None:
+    return None if value is None or value == "" else check_text(str(value), name)

@@ -145,7 +145,7 @@ def _res() -> dict[str, re.Pattern[str]]:
             r"kids|children|friend|boyfriend|girlfriend|partner|birthday|family)\b)"
         ),
         "speaker_after": re.compile(r"^[ \t]*:[ \t]"),
-        "next_word": re.compile(r"^[ \t]+(\w+)"),
+        "next_word": re.compile(r"[ \t]+(\w+)"),  # used with match(text, pos)
     }
 
 
@@ -281,9 +281,8 @@ def _typed(text: str, run: list[_Tok]) -> tuple[EntityType, float]:
     names_only = all(t.kind in (_Kind.NAME, _Kind.CONNECTOR) for t in run)
     if names_only and r["title_before"].search(before):
         return EntityType.PERSON, 0.75
-    line_start = text.rfind("\n", 0, run[0].start) + 1
     if names_only and len(run) <= 3 and r["speaker_after"].match(after) and (
-        not text[line_start: run[0].start].strip(" \t")
+        _starts_line(text, run[0].start)
     ):
         return EntityType.PERSON, 0.75  # a speaker label: "Caroline: hi!"
     if names_only and len(run) <= 3 and (
@@ -301,6 +300,15 @@ def _typed(text: str, run: list[_Tok]) -> tuple[EntityType, float]:
     if all(t.kind is _Kind.CAPS for t in run):
         return EntityType.OTHER, 0.55
     return EntityType.OTHER, 0.6
+
+
+def _starts_line(text: str, pos: int) -> bool:
+    """Only blanks between the line's start and ``pos``. Walks back over those blanks only: a
+    search for the previous line break would rescan a long one-line text for every name."""
+    i = pos
+    while i > 0 and text[i - 1] in " \t":
+        i -= 1
+    return i == 0 or text[i - 1] == "\n"
 
 
 def _title_split(run: list[_Tok]) -> list[_Tok]:
@@ -343,7 +351,7 @@ class NamesProvider:
         lone = len(run) == 1 and run[0].kind is _Kind.NAME
         if (lone and etype is EntityType.OTHER and run[0].word not in mid_caps
                 and _at_sentence_start(text, run[0].start)):
-            nxt = _res()["next_word"].match(text[run[0].end:])
+            nxt = _res()["next_word"].match(text, run[0].end)  # no copy of the rest
             if nxt and nxt.group(1).casefold() in OBJECTS:
                 return None  # an imperative: "Mail me", "Tell her"
             confidence = 0.45  # a sentence's first word nothing else in the text vouches for

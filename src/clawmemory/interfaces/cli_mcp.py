@@ -8,6 +8,10 @@ is stopped (SIGINT/SIGTERM; HTTP)::
     clawmem --db ~/agent.db mcp --dialect koshi
     clawmem serve --port 8765        # http://127.0.0.1:8765/mcp
 
+``serve`` listens on loopback only: MCP over HTTP has no authentication yet, so an address
+other clients can reach would hand them every memory. A reverse proxy that authenticates can
+sit in front of it (``--allow-host`` names the host it forwards).
+
 The MCP SDK is an optional dependency (``clawmemory[mcp]``): it is imported when one of these
 commands runs, never when the CLI starts.
 """
@@ -25,6 +29,7 @@ from typing import Annotated, Any
 
 import typer
 
+from clawmemory.config import ServerSettings
 from clawmemory.errors import ConfigError, InvalidInputError
 from clawmemory.interfaces.cli import _emit, _guarded, _open
 from clawmemory.tools.dialects import DEFAULT_DIALECT, DIALECT_ALIASES, DIALECTS, resolve_dialect
@@ -74,33 +79,51 @@ def serve_cmd(
     ctx: typer.Context,
     *,
     host: Annotated[str, typer.Option(
-        help="Address to listen on. Anything but loopback exposes every memory, "
-        "unauthenticated, to whoever can reach it.")] = DEFAULT_HOST,
+        help="Loopback address to listen on: 127.0.0.1, another 127.x.y.z, localhost or ::1. "
+        "Other addresses are refused (there is no authentication).")] = DEFAULT_HOST,
     port: Annotated[int, typer.Option(
         min=0, max=65535, help="TCP port (0: any free port; the URL printed says which).")
     ] = DEFAULT_PORT,
+    allow_host: Annotated[list[str] | None, typer.Option(
+        "--allow-host", metavar="NAME",
+        help="Also accept requests addressed to this host name (Host header), e.g. the name "
+        "a reverse proxy forwards; repeatable. Adds to [server] allowed_hosts.")] = None,
     dialect: DialectOpt = DEFAULT_DIALECT,
 ) -> None:
     """Serve memory to MCP clients over streamable HTTP at http://HOST:PORT/mcp.
 
-    Prints the URL, then serves until Ctrl-C or SIGTERM. See docs/mcp.md.
+    Prints the URL, then serves until Ctrl-C or SIGTERM. Requests whose Host or Origin
+    header names another site are refused (DNS-rebinding protection). See docs/mcp.md.
 
     Example: clawmem --db ~/agent.db serve --port 8765
     """
     key = _dialect(dialect)
     _require_sdk()
-    from clawmemory.interfaces.mcp import HTTP_PATH, build_server, is_loopback, listen, serve_http
+    from clawmemory.interfaces.mcp import (
+        HTTP_PATH,
+        build_server,
+        is_loopback,
+        listen,
+        serve_http,
+        url_host,
+    )
 
     if not is_loopback(host):
-        sys.stderr.write(f"warning: listening on {host}: MCP over HTTP has no authentication; "
-                         "anyone who can reach this address can read and change every memory "
-                         "in this database.\n")
+        raise ConfigError(
+            f"refusing to listen on {host}: MCP over HTTP has no authentication, so anyone "
+            "who could reach that address could read and change every memory. Listen on "
+            "loopback (--host 127.0.0.1 or ::1) and, to serve other machines, put a reverse "
+            "proxy that authenticates in front of it (--allow-host NAME for the name it "
+            "forwards)")
+    extra = _checked_hosts(allow_host)  # before anything is opened
     with _open(ctx) as mem, _stop_on_sigterm():
+        cfg = mem.settings.server
+        cfg = cfg.model_copy(update={"allowed_hosts": [*cfg.allowed_hosts, *extra]})
         server = build_server(mem, key)
         sock = listen(host, port)
         try:
             bound = int(sock.getsockname()[1])
-            url = f"http://{_url_host(host)}:{bound}{HTTP_PATH}"
+            url = f"http://{url_host(host.strip())}:{bound}{HTTP_PATH}"
             data: dict[str, Any] = {"url": url, "dialect": key, "namespace": mem.namespace,
                                     "db": str(mem.settings.resolved_db()),
                                     "warm_up": mem.components.warm_note}
@@ -109,7 +132,7 @@ def serve_cmd(
             # one unwrapped line (rich would wrap it at 80 columns): scripts read the URL
             _emit(ctx, data, lambda _console: typer.echo(line))
             sys.stdout.flush()  # a supervisor reading our stdout through a pipe sees it now
-            serve_http(server, sock, host)
+            serve_http(server, sock, host, cfg)
         finally:
             sock.close()
 
@@ -132,8 +155,15 @@ def _require_sdk() -> None:
                           ) from exc
 
 
-def _url_host(host: str) -> str:
-    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+def _checked_hosts(names: list[str] | None) -> list[str]:
+    """The ``--allow-host`` names, checked like ``[server] allowed_hosts``."""
+    from pydantic import ValidationError
+
+    try:
+        return ServerSettings(allowed_hosts=names or []).allowed_hosts
+    except ValidationError as exc:
+        message = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+        raise InvalidInputError(f"--allow-host: {message}") from None
 
 
 @contextmanager

@@ -11,16 +11,26 @@ registry's schemas and argument checks are the contract here (and are shared wit
 OpenAI/Anthropic tool exports), so they must reach the client unchanged.
 
 One ``Memory`` serves the whole process. Engine calls block (SQLite, the embedding model), so
-each runs in a worker thread and the event loop keeps serving other requests meanwhile.
+each runs in a worker thread and the event loop keeps serving other requests meanwhile; every
+request's work is bounded (query and content limits, linear query parsing), so no request can
+hold the interpreter long enough to starve the others.
+
+Both transports answer what the SDK alone would not: a stdio line that is not a JSON-RPC
+message gets a JSON-RPC error (-32700 or -32600) instead of silence, and a ``tools/call`` whose
+``arguments`` is not an object gets a tool error result (``isError``) like any bad argument.
+Over HTTP the Host and Origin headers are checked on every bind address (DNS-rebinding
+protection) and request bodies are limited (``[server]`` settings).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import ipaddress
 import logging
 import socket
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -33,25 +43,35 @@ from clawmemory.errors import ConfigError
 from clawmemory.tools import DEFAULT_DIALECT, DialectTool, ToolResult, call_tool, tools_for
 
 if TYPE_CHECKING:
-    from mcp.server.context import ServerRequestContext
+    from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+    from mcp.shared.message import SessionMessage
 
+    from clawmemory.config import ServerSettings
     from clawmemory.engine import Memory
 
 __all__ = [
     "HTTP_PATH",
+    "LOOPBACK_NAMES",
     "SERVER_NAME",
+    "allowed_headers",
     "build_server",
     "instructions",
     "is_loopback",
     "listen",
     "serve_http",
     "serve_stdio",
+    "url_host",
 ]
 
 log = logging.getLogger("clawmemory.mcp")
 
 SERVER_NAME = "clawmemory"
 HTTP_PATH = "/mcp"
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")  # Host names a local client may use
+
+# The raw ``arguments`` of a tools/call that is not a JSON object, set by _ObjectArguments
+# for the handler it wraps (the SDK would refuse such a call as a protocol error).
+_RAW_ARGUMENTS: ContextVar[tuple[Any] | None] = ContextVar("clawmem_raw_arguments", default=None)
 
 
 # --- what the client sees ------------------------------------------------------------------------
@@ -114,7 +134,9 @@ def build_server(mem: Memory, dialect: str = DEFAULT_DIALECT) -> Server[Any]:
     async def call(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        run = functools.partial(_call, mem, params.name, params.arguments, dialect)
+        raw = _RAW_ARGUMENTS.get()
+        arguments = raw[0] if raw is not None else params.arguments
+        run = functools.partial(_call, mem, params.name, arguments, dialect)
         # Not abandoned on cancel: a write the client gave up on still finishes cleanly.
         return _as_mcp(await anyio.to_thread.run_sync(run))
 
@@ -122,9 +144,31 @@ def build_server(mem: Memory, dialect: str = DEFAULT_DIALECT) -> Server[Any]:
 
     # get_tool_input_schema: the HTTP transport checks Mcp-Param headers against a tool's
     # schema; a dict lookup spares it an internal tools/list on every call.
-    return Server(SERVER_NAME, version=__version__, instructions=instructions(tools),
-                  get_tool_input_schema=schemas.get, on_list_tools=list_tools,
-                  on_call_tool=call)
+    server = Server(SERVER_NAME, version=__version__, instructions=instructions(tools),
+                    get_tool_input_schema=schemas.get, on_list_tools=list_tools,
+                    on_call_tool=call)
+    server.middleware.append(_ObjectArguments())
+    return server
+
+
+class _ObjectArguments:
+    """docs/mcp.md promises a tool error result for every bad argument, and arguments that are
+    not an object are one: the SDK would refuse the whole request (-32602) before our handler
+    runs, so the raw value is set aside and the call goes on with ``{}`` in its place."""
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+                       ) -> HandlerResult:
+        params = ctx.params
+        if ctx.method != "tools/call" or not isinstance(params, Mapping):
+            return await call_next(ctx)
+        arguments = params.get("arguments")
+        if arguments is None or isinstance(arguments, dict):
+            return await call_next(ctx)
+        token = _RAW_ARGUMENTS.set((arguments,))
+        try:
+            return await call_next(dataclasses.replace(ctx, params={**params, "arguments": {}}))
+        finally:
+            _RAW_ARGUMENTS.reset(token)
 
 
 def _call(mem: Memory, name: str, arguments: Any, dialect: str) -> ToolResult:
@@ -145,18 +189,111 @@ def serve_stdio(server: Server[Any]) -> None:
 
     async def main() -> None:
         async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+            await server.run(_Answering(read, write), write,
+                             server.create_initialization_options())
 
     anyio.run(main)
 
 
+class _Answering:
+    """The stdio transport's read stream, minus the lines it could not read: the SDK only logs
+    those, and a client waiting for the answer to its request would wait forever. Each gets
+    a JSON-RPC error instead (-32700 for text that is not JSON, -32600 for JSON that is not a
+    message), and reading goes on. Blank lines are skipped."""
+
+    def __init__(self, inner: Any, write: Any) -> None:
+        self._inner = inner
+        self._write = write
+
+    @property
+    def last_context(self) -> Any:  # the SDK restores each sender's contextvars from this
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> SessionMessage:
+        while True:
+            item = await self._inner.receive()
+            if not isinstance(item, Exception):
+                return item  # type: ignore[no-any-return]
+            reply = _unreadable_reply(item)
+            if reply is not None:
+                await self._write.send(reply)
+
+    def __aiter__(self) -> _Answering:
+        return self
+
+    async def __anext__(self) -> SessionMessage:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _Answering:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+def _unreadable_reply(error: Exception) -> SessionMessage | None:
+    from mcp.shared.message import SessionMessage
+    from pydantic import ValidationError
+
+    first: Mapping[str, Any] = error.errors()[0] if isinstance(error, ValidationError) else {}
+    given = first.get("input")
+    if isinstance(given, str) and not given.strip():
+        return None
+    request_id = given.get("id") if isinstance(given, dict) else None
+    if isinstance(request_id, bool) or not isinstance(request_id, str | int):
+        request_id = None
+    if first.get("type") == "json_invalid":
+        data = types.ErrorData(code=types.PARSE_ERROR, message="Parse error: the line is not "
+                               "JSON (one JSON-RPC message per line)")
+    else:
+        data = types.ErrorData(code=types.INVALID_REQUEST, message="Invalid request: not a "
+                               "JSON-RPC 2.0 message")
+    log.warning("stdio: %s", data.message)
+    return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=data))
+
+
 def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
+    """Whether every address ``host`` names is a loopback address (127.0.0.0/8, ::1); names
+    are resolved, so "localhost" and "127.1" count and "0.0.0.0" does not."""
+    bare = host.strip().removeprefix("[").removesuffix("]")
+    if not bare:
         return False
+    try:
+        return ipaddress.ip_address(bare).is_loopback
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(bare, None, type=socket.SOCK_STREAM)
+    except OSError:
+        return False
+    addresses = {str(info[4][0]).split("%")[0] for info in infos}
+    return bool(addresses) and all(ipaddress.ip_address(a).is_loopback for a in addresses)
+
+
+def allowed_headers(host: str, port: int, cfg: ServerSettings) -> tuple[list[str], list[str]]:
+    """The Host and Origin header values a server bound to ``host:port`` accepts: the loopback
+    names, the bind address as given, and ``[server] allowed_hosts`` / ``allowed_origins``.
+    An allowed host name also allows its http and https origins."""
+    bound = url_host(host.strip())
+    names = list(dict.fromkeys([*LOOPBACK_NAMES, bound]))
+    hosts = [f"{n}:{port}" for n in names]
+    origins = [f"http://{n}:{port}" for n in names]
+    for name in cfg.allowed_hosts:
+        hosts.append(name)
+        origins += [f"{scheme}://{name}" for scheme in ("http", "https")]
+    return hosts, [*origins, *cfg.allowed_origins]
+
+
+def url_host(host: str) -> str:
+    """``host`` as it appears in a URL or Host header: IPv6 addresses in brackets."""
+    bare = host.removeprefix("[").removesuffix("]")
+    return f"[{bare}]" if ":" in bare else bare
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -164,9 +301,10 @@ def listen(host: str, port: int) -> socket.socket:
 
     Bound here rather than by uvicorn so that a busy port is one clear error line, not a log
     message and an exit from inside the server, and so the server accepts as soon as this
-    returns."""
+    returns. IPv6 addresses may be given with or without brackets ("::1", "[::1]")."""
+    bare = host.strip().removeprefix("[").removesuffix("]")
     try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        infos = socket.getaddrinfo(bare, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
         family, kind, proto, _, address = infos[0]
         sock = socket.socket(family, kind, proto)
     except OSError as exc:
@@ -182,12 +320,21 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve_http(server: Server[Any], sock: socket.socket, host: str) -> None:
-    """Serve MCP over streamable HTTP at ``HTTP_PATH`` on ``sock`` until SIGINT or SIGTERM."""
-    import uvicorn
+def serve_http(server: Server[Any], sock: socket.socket, host: str, cfg: ServerSettings) -> None:
+    """Serve MCP over streamable HTTP at ``HTTP_PATH`` on ``sock`` until SIGINT or SIGTERM.
 
-    # host: the SDK turns on DNS-rebinding protection (Host/Origin checks) for loopback.
-    app = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
+    Host and Origin are checked whatever the bind address (the SDK turns its DNS-rebinding
+    protection on only for three spellings of loopback; a browser page on any site could
+    otherwise reach a server bound to 127.0.0.2 or ::1 through a rebinding DNS name), and
+    bodies over ``cfg.max_request_bytes`` are refused with 413."""
+    import uvicorn
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    hosts, origins = allowed_headers(host, int(sock.getsockname()[1]), cfg)
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=True,
+                                         allowed_hosts=hosts, allowed_origins=origins)
+    app = server.streamable_http_app(streamable_http_path=HTTP_PATH, transport_security=security,
+                                     max_request_body_size=cfg.max_request_bytes)
     level = logging.getLogger().getEffectiveLevel()
     config = uvicorn.Config(app, log_level=level, access_log=level <= logging.DEBUG,
                             timeout_graceful_shutdown=5, lifespan="on")

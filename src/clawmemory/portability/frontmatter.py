@@ -36,6 +36,7 @@ _YAML_SPECIAL = re.compile(
     r"|0x[\da-f_]+|0o?[0-7_]+|\d{4}-\d\d?-\d\d?(?:[Tt ].*)?)$",
     re.IGNORECASE,
 )
+_COMMENT = re.compile(r"(?<!\s)\s+#.*$")
 _PLAIN = re.compile(r"^[\w][\w\-./@+]*(?: [\w\-./@+]+)*$")
 _PLAIN_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z$")
 
@@ -133,7 +134,9 @@ def _scalar(raw: str, path: str, line: int) -> str | None:
     if raw.startswith(("|", ">", "&", "*", "!", "%", "@", "`")):
         raise ImportFormatError(f"front matter: unsupported YAML syntax {raw[:10]!r}",
                                 path=path, line=line)
-    plain = re.sub(r"\s+#.*$", "", raw)  # a YAML comment needs a space before the '#'
+    # A YAML comment needs a space before the '#'. The look-behind starts the blank run only at
+    # its first character: without it a long run of blanks is rescanned from each of them.
+    plain = _COMMENT.sub("", raw)
     return None if plain in _NULLS else plain
 
 

@@ -2,7 +2,8 @@
 
     final = relevance × reinforcement × recency × confidence
 
-* reinforcement (003): ``exp(score × score_weight)``; score 3 -> 1.82x, -1 -> 0.82x.
+* reinforcement (003): ``exp(score × score_weight)``; score 3 -> 1.82x, -1 -> 0.82x (the
+  exponent is capped at ±700, so no score overflows it).
 * recency, two formulas:
   - "koshi" (003, default): ``1 / (1 + days × recency_per_day)``, days since ``last_accessed``
     (reset by recall and reinforce) or, if never accessed, since ``created_at`` — or since the
@@ -24,6 +25,7 @@ from clawmemory.config import RecallSettings
 __all__ = ["DAY", "Rankable", "factors"]
 
 DAY = 86_400.0
+_MAX_EXPONENT = 700.0  # math.exp overflows just above 709
 
 
 class Rankable(Protocol):
@@ -44,7 +46,8 @@ class Rankable(Protocol):
 
 
 def reinforcement(record: Rankable, weight: float) -> float:
-    return math.exp(record.score * weight)
+    # Bounded exponent: an imported or long-reinforced score must rank high, not overflow.
+    return math.exp(max(-_MAX_EXPONENT, min(_MAX_EXPONENT, record.score * weight)))
 
 
 def recency(record: Rankable, now: float, cfg: RecallSettings) -> float:

@@ -17,7 +17,12 @@ import unicodedata
 __all__ = ["MAX_TERMS", "STOPWORDS", "content_terms", "like_tokens", "sanitize_terms"]
 
 MAX_TERMS = 32  # bounds query cost; a longer query adds little after this many distinct words
-_URL = re.compile(r"(?:[a-zA-Z][a-zA-Z0-9+.-]*://|www\.)\S+")
+# A URL is a scheme ("http://", "git+ssh://") or "www." up to the next blank. Every pattern here
+# is linear in the query's length: the look-behind lets a scheme be tried only where a run of
+# scheme characters begins (group 1 keeps what precedes its first letter, as the plain
+# ``[a-zA-Z][a-zA-Z0-9+.-]*://`` would). That plain form retried the run from every letter of
+# a long word: quadratic, 5 s for a 100,000-letter word, all of it holding the GIL.
+_URL = re.compile(r"(?<![a-zA-Z0-9+.-])([0-9+.-]*)[a-zA-Z][a-zA-Z0-9+.-]*://\S+|www\.\S+")
 _HYPHENS = re.compile(r"[-\u2010-\u2015\u2212]")
 _NOT_WORD = re.compile(r"[^\w]+")  # \w is unicode-aware: letters and digits of every script
 
@@ -38,11 +43,15 @@ def like_tokens(query: str) -> list[str]:
     return list(seen)[:MAX_TERMS]
 
 
+def _drop_url(match: re.Match[str]) -> str:
+    return (match.group(1) or "") + " "
+
+
 def _words(query: str) -> list[str]:
     # NFC first: a decomposed "nai\u0308ve" (as macOS input methods produce) is one word, not
     # "nai" and "ve".
     text = unicodedata.normalize("NFC", query)
-    text = _HYPHENS.sub(" ", _URL.sub(" ", text)).replace("_", " ")
+    text = _HYPHENS.sub(" ", _URL.sub(_drop_url, text)).replace("_", " ")
     if text.isascii():
         text = _NOT_WORD.sub(" ", text)
     else:

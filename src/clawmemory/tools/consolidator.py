@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from clawmemory.config import ConsolidationSettings
 from clawmemory.errors import InvalidInputError
@@ -88,6 +88,15 @@ class FactsBatchArgs(ToolArgs):
     facts: list[FactIn | str] = Field(
         min_length=1, max_length=MAX_RESULTS, description="The facts to save (at most 100).")
     session_id: str | None = Field(None, description="The session the facts come from.")
+
+    @field_validator("facts", mode="before")
+    @classmethod
+    def _texts_as_facts(cls, value: Any) -> Any:
+        # A fact given as plain text is checked as a FactIn here, with the other arguments,
+        # so an empty one is a refused argument rather than a failure inside the handler.
+        if isinstance(value, list):
+            return [{"content": f} if isinstance(f, str) else f for f in value]
+        return value
 
 
 class ConflictArgs(ToolArgs):

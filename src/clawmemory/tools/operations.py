@@ -22,6 +22,7 @@ from clawmemory.tools.base import (
     hit_data,
     record_data,
 )
+from clawmemory.validation import MAX_OFFSET
 
 if TYPE_CHECKING:
     from clawmemory.engine import Memory
@@ -98,7 +99,8 @@ class ListArgs(ToolArgs):
     session_id: str | None = Field(None, description="Only memories from this session.")
     source: str | None = Field(None, description="Only memories with this provenance tag.")
     limit: int = Field(20, ge=1, le=MAX_RESULTS, description="Page size (max 100).")
-    offset: int = Field(0, ge=0, description="How many memories to skip (pagination).")
+    offset: int = Field(0, ge=0, le=MAX_OFFSET, description="How many memories to skip "
+                        "(pagination).")
     order: Literal["newest", "oldest", "score", "accessed"] = Field(
         "newest", description="Sort order.")
 

@@ -175,6 +175,15 @@ def call_tool(
     """Call ``name`` as ``dialect`` defines it. Never raises: every failure is an
     ``is_error`` result whose text is one sentence the model can act on."""
     try:
+        return _call(mem, name, args, dialect)
+    except Exception as exc:  # a bug in the argument handling itself: still a result
+        log.exception("tool %s failed", name)
+        return _error(f"{name} failed unexpectedly ({type(exc).__name__}); see the "
+                      "clawmemory log.")
+
+
+def _call(mem: Memory, name: str, args: Mapping[str, Any] | None, dialect: str) -> ToolResult:
+    try:
         key = resolve_dialect(dialect)
     except KeyError:
         return _error(_unknown_dialect(dialect) + ".")
@@ -252,8 +261,9 @@ def _pick_route(entry: DialectEntry, given: dict[str, Any]) -> ToolMap:
             f"{entry.name} needs the argument '{target.selector}' (one of: {actions}).")
     route = target.routes.get(str(action).strip().lower()) if isinstance(action, str) else None
     if route is None:
+        shown = repr(action[:40]) if isinstance(action, str) else type(action).__name__
         raise ToolCallError(
-            f"{entry.name}: '{target.selector}' must be one of {actions}, not {action!r}.")
+            f"{entry.name}: '{target.selector}' must be one of {actions}, not {shown}.")
     return route
 
 

@@ -260,3 +260,25 @@ def test_an_upgraded_store_keeps_its_rows_and_stops_reusing_row_numbers(
     seqs = _seqs(db)
     assert (seqs["m0"], seqs["m1"]) == (1, 2)
     assert seqs[new] == 4  # 3 belonged to the memory forgotten before the upgrade
+
+
+def test_a_migration_numbered_below_the_newest_recorded_is_still_applied(tmp_path: Path) -> None:
+    """Migrations written side by side can land in either order: a file at version N that lacks
+    an older-numbered one gets it on the next open."""
+    db = tmp_path / "gap.db"
+    SQLiteStore(db).close()
+    conn = apsw.Connection(str(db))
+    conn.execute("DROP TRIGGER memories_vec_log_ad")
+    conn.execute("DROP TABLE vec_log")  # what migration 002 created, as if it never ran
+    conn.execute("DELETE FROM schema_version WHERE version = 2")
+    conn.close()
+
+    SQLiteStore(db).close()
+
+    conn = apsw.Connection(str(db))
+    try:
+        assert conn.execute("SELECT description FROM schema_version WHERE version = 2"
+                            ).fetchall() == [("002_vector_log.sql",)]
+        assert conn.execute("SELECT COUNT(*) FROM vec_log").fetchall() == [(0,)]
+    finally:
+        conn.close()

@@ -48,9 +48,15 @@ def check_ownership(store: SQLiteStore, not_a_db: tuple[type[Exception], ...]) -
             " refusing to change it. Give a new file with --db / CLAWMEM_DB.")
 
 
+def _recorded(conn: Any) -> set[int]:
+    """The versions this file records (none when it has no schema_version table yet)."""
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'schema_version'").fetchall():
+        return set()
+    return {int(r[0]) for r in conn.execute("SELECT version FROM schema_version")}
+
+
 def _version(conn: Any) -> int:
-    return int(conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version")
-               .fetchall()[0][0])
+    return max(_recorded(conn), default=0)
 
 
 def migrate(store: SQLiteStore) -> None:
@@ -60,11 +66,9 @@ def migrate(store: SQLiteStore) -> None:
     newest = known[-1][0]
     c = store.conn
     if store.read_only:
-        has_table = c.execute("SELECT 1 FROM sqlite_master WHERE name = 'schema_version'")
-        have = _version(c) if has_table.fetchall() else 0
-        if have != newest:
+        if set(v for v, _, _ in known) - _recorded(c):
             raise SchemaError(
-                f"{store.path} is opened read-only but has schema version {have}; this"
+                f"{store.path} is opened read-only but has schema version {_version(c)}; this"
                 f" clawmemory needs {newest}. Open it once with write access to upgrade it"
                 " (or upgrade clawmemory).")
         return
@@ -75,8 +79,11 @@ def migrate(store: SQLiteStore) -> None:
         if have > newest:
             raise SchemaError(f"{store.path} has schema version {have}; this clawmemory knows"
                               f" up to {newest}. Upgrade clawmemory.")
+        # Every known migration not recorded yet, in order, even one numbered below the newest
+        # recorded (migrations written side by side can land in either order).
+        recorded = _recorded(c)
         for version, name, step in known:
-            if version <= have:
+            if version in recorded:
                 continue
             c.execute(step) if isinstance(step, str) else step(c)
             c.execute("INSERT INTO schema_version VALUES (?, ?, ?)", (version, time.time(), name))

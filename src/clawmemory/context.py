@@ -69,7 +69,12 @@ NEIGHBOR_LIMIT = 10  # links listed per entry
 
 
 def ptrclaw_enrich(
-    mem: Memory | None, message: str, recall_limit: int = 5, enrich_depth: int = 1
+    mem: Memory | None,
+    message: str,
+    recall_limit: int = 5,
+    enrich_depth: int = 1,
+    *,
+    exclude_session_id: str | None = None,
 ) -> str:
     """The user message with a ``[Memory context]`` block in front (000 ``memory_enrich``).
 
@@ -77,11 +82,13 @@ def ptrclaw_enrich(
     keep ``recall_limit``, then with ``enrich_depth > 0`` add linked entries (at most
     ``recall_limit`` more, one hop per depth level). No match, no memory: the message comes
     back unchanged — never an empty block. Recalled entries list their links; added neighbours
-    are shown bare, as in the specification's example."""
+    are shown bare, as in the specification's example. ``exclude_session_id``: leave out the
+    memories of this session (an agent storing its messages as episodes has them in its
+    history already)."""
     if mem is None or recall_limit <= 0 or not message.strip():
         return message
     try:
-        hits = mem.recall(message, limit=recall_limit * 2)
+        hits = mem.recall(message, limit=recall_limit * 2, exclude_session_id=exclude_session_id)
         entries = [h.memory for h in hits if h.memory.kind != "core"][:recall_limit]
         if not entries:
             return message

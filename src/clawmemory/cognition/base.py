@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 
 from clawmemory.context import strip_memory_context
 from clawmemory.errors import LLMError
+from clawmemory.history.base import EPISODE_ID
 from clawmemory.llm.base import LLM, Message
 
 __all__ = [
@@ -28,9 +29,6 @@ __all__ = [
     "require_text",
 ]
 
-# Message.metadata key under which the agent keeps the id of the episode a message was stored
-# as (004 hot path), so what is derived from a conversation can name its sources.
-EPISODE_ID = "episode_id"
 
 # The ``source`` (003 provenance tag) of each step's memories.
 SOURCES = {

@@ -196,7 +196,7 @@ def test_a_malformed_synthesis_answer_is_corrected_once_then_fails(
 
     llm_server.script([raw("{not json at all"), text('{"notes": [{"key": "likes-hiking",'
                                                      ' "content": "The user loves hiking"}]}')])
-    with pytest.raises(LLMError, match="openai|anthropic"):
+    with pytest.raises(LLMError, match=r"(openai|anthropic) LLM at"):
         synthesize(mem, llm_server.llm(), messages)  # a malformed HTTP body is not "corrected"
     assert mem.count() == 0
     assert synthesize(mem, llm_server.llm(), messages).stored  # the next call works

@@ -103,7 +103,7 @@ def test_decomposition_recalls_each_sub_query(
     assert (out["J"], out["decompose"], out["judged"]) == (1.0, True, 1)
     split = prompt_text(openai_server.requests[0].body)
     assert "Split the question into the simpler search queries" in split
-    assert "Question: What pet did Ada adopt after moving?" in split
+    assert "Question: Where did Ada move to?" in split
     answer = prompt_text(openai_server.requests[1].body)
     assert "I moved to Lisbon" in answer and "I adopted a cat called Miso" in answer
 

@@ -13,14 +13,12 @@ from typing import Any
 
 import pytest
 
-from clawmemory import LLMError, Memory, Settings
+from clawmemory import LLMError, Memory
 from clawmemory.agent import Agent, AgentSessions
-from clawmemory.config import EmbedderSettings
 from clawmemory.history import EPISODE_ID, SessionEvent, SessionEvicted
 from clawmemory.ingest import pending_sessions
 from clawmemory.llm import CachedLLM, make_llm
 from clawmemory.llm.prompts import AGENT_SYSTEM, HATCH_SYSTEM, SYNTHESIS_SYSTEM
-from clawmemory.store.sqlite import SQLiteStore
 from conftest import Clock
 from llm_servers import (
     ScriptedLLMServer,
@@ -34,23 +32,6 @@ from llm_servers import (
 
 MakeMem = Callable[..., Memory]
 PTRCLAW_TOOLS = ["memory_store", "memory_recall", "memory_forget", "memory_link"]
-
-
-@pytest.fixture
-def make_mem(tmp_path: Path, clock: Clock) -> Iterator[MakeMem]:
-    opened: list[Memory] = []
-
-    def make(server: ScriptedLLMServer, llm: dict[str, Any] | None = None,
-             **sections: Any) -> Memory:
-        cfg = Settings(embedder=EmbedderSettings(provider="none"),
-                       llm=server.settings(**(llm or {})), **sections)
-        mem = Memory(SQLiteStore(tmp_path / f"a{len(opened)}.db"), cfg, clock=clock)
-        opened.append(mem)
-        return mem
-
-    yield make
-    for mem in opened:
-        mem.close()
 
 
 def tool_names(body: dict[str, Any]) -> list[str]:

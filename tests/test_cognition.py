@@ -7,9 +7,8 @@ and nothing is written from them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -37,23 +36,6 @@ from llm_servers import ScriptedLLMServer, http_error, prompt_text, raw, text
 from test_forget_for_real import file_bytes
 
 MakeMem = Callable[..., Memory]
-
-
-@pytest.fixture
-def make_mem(tmp_path: Path, clock: Clock) -> Iterator[MakeMem]:
-    """A Memory on a SQLite file whose [llm] is the given scripted server."""
-    opened: list[Memory] = []
-
-    def make(server: ScriptedLLMServer, **sections: Any) -> Memory:
-        cfg = Settings(embedder=EmbedderSettings(provider="none"), llm=server.settings(),
-                       **sections)
-        mem = Memory(SQLiteStore(tmp_path / f"m{len(opened)}.db"), cfg, clock=clock)
-        opened.append(mem)
-        return mem
-
-    yield make
-    for mem in opened:
-        mem.close()
 
 
 def episodes(mem: Memory, session: str, lines: list[tuple[str, str]], clock: Clock) -> list[str]:

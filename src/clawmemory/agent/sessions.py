@@ -35,6 +35,7 @@ from clawmemory.history import (
     SessionManager,
     persistence_key,
 )
+from clawmemory.history.writer import wait_drained
 from clawmemory.llm.base import LLM
 from clawmemory.store.base import RunRecord
 
@@ -112,12 +113,7 @@ class ConsolidationWorker:
                 finally:
                     self._queue.task_done()
             return True
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while self._queue.unfinished_tasks:
-            if deadline is not None and time.monotonic() > deadline:
-                return False
-            time.sleep(0.01)
-        return True
+        return wait_drained(self._queue, timeout)
 
     def close(self, timeout: float | None = None) -> bool:
         """Finish the queue and stop the thread."""

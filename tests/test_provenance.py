@@ -17,6 +17,7 @@ from clawmemory.llm.cache import ResponseCache
 from clawmemory.model import MemoryRecord
 from clawmemory.store.base import Store
 from clawmemory.store.sqlite import SQLiteStore
+from clawmemory.tools import call_tool
 from conftest import Clock, backend_params
 from test_forget_for_real import file_bytes
 
@@ -63,6 +64,19 @@ def test_forgetting_a_source_forgets_what_was_derived_from_it_alone(mem: Memory)
     mem.forget(e2)  # its last source: now it goes
     assert gone(mem, both)
     assert [r.id for r in mem.list(limit=10)] == [keep]
+
+
+@pytest.mark.parametrize(("dialect", "tool", "args"), [
+    ("unified", "memory_forget", "id"), ("ptrclaw", "memory_forget", "key")])
+def test_an_agents_forget_tool_reaches_what_was_derived(
+    mem: Memory, dialect: str, tool: str, args: str
+) -> None:
+    episode = mem.store("Jo: my new phone number is 555-0199", kind="episode", session_id="s",
+                        key="jo-phone-turn")
+    fact = mem.store("Jo's phone number is 555-0199", source_ids=[episode])
+    result = call_tool(mem, tool, {args: "jo-phone-turn"}, dialect=dialect)
+    assert not result.is_error, result.text
+    assert gone(mem, episode, fact)
 
 
 def test_forgetting_recurses_through_derived_memories(mem: Memory) -> None:

@@ -94,15 +94,20 @@ def test_a_turn_enriches_injects_the_soul_runs_tools_and_answers(
     assert mem.get(window[-1].metadata[EPISODE_ID]).content == reply.text
 
 
-def test_enrichment_leaves_out_the_current_session(
+def test_enrichment_leaves_out_the_sessions_own_turns_but_not_its_notes(
     openai_server: ScriptedLLMServer, make_mem: MakeMem, agents: list[Agent]
 ) -> None:
     mem = make_mem(openai_server)
     openai_server.script([text("ok"), text("ok again")])
     agent = agent_for(mem, openai_server, agents)
     agent.process("Tell me about marmalade")
+    assert last_user(openai_server.requests[0].body) == "Tell me about marmalade"
+    mem.store("Ada makes orange marmalade", key="ada-marmalade", session_id="s1",
+              source="synthesis")
     agent.process("More about marmalade please")
-    assert last_user(openai_server.requests[1].body) == "More about marmalade please"
+    assert last_user(openai_server.requests[1].body) == (
+        "[Memory context]\n- ada-marmalade: Ada makes orange marmalade\n[/Memory context]\n\n"
+        "More about marmalade please")
 
 
 def test_a_model_that_never_stops_calling_tools_gets_a_clear_error(

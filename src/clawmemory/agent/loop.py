@@ -55,6 +55,7 @@ from clawmemory.history import Compaction, Conversation, History, persistence_ke
 from clawmemory.llm.base import LLM, Completion, Message, ToolCall, Usage
 from clawmemory.llm.cache import CachedLLM, ResponseCache
 from clawmemory.llm.prompts import AGENT_SYSTEM, HATCH_SYSTEM, JSON_CORRECTION
+from clawmemory.model import MemoryRecord
 from clawmemory.tools.registry import call_tool, tools_for
 
 if TYPE_CHECKING:
@@ -197,7 +198,7 @@ class Agent:
         user_episode = self._observe("user", text)
         cfg = self.settings
         enriched = ptrclaw_enrich(self.mem, text, cfg.enrich_limit, cfg.enrich_depth,
-                                  exclude_session_id=self.session_id)
+                                  exclude=self._own_episode)
         system = self.system_prompt()
         self.conversation.system = system
         self.conversation.append(Message("user", text, metadata=_episode(user_episode)))
@@ -245,6 +246,10 @@ class Agent:
                                                  name=call.name))
         raise LLMError(f"the model was still calling tools after {rounds} rounds "
                        "(agent.max_tool_rounds) and gave no answer")
+
+    def _own_episode(self, record: MemoryRecord) -> bool:
+        """This session's own turns: the history has them, enrichment leaves them out."""
+        return record.kind == "episode" and record.session_id == self.session_id
 
     def _observe(self, role: str, text: str) -> str | None:
         if not self.settings.observe:

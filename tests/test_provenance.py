@@ -176,16 +176,16 @@ def test_an_upgraded_database_indexes_the_provenance_it_already_holds(tmp_path: 
     f = mem.store("Hal collects stamps", source_ids=[e])
     archived = mem.store("Hal's stamp albums", source_ids=[e])
     store.archive(mem.namespace, [archived], at=0.0)
-    with store.write():  # back to schema 6: no index, no triggers
+    with store.write():  # back to the schema before it: no index, no triggers
         for trigger in ("ai", "ad", "au", "archive_ai", "archive_ad"):
             store.conn.execute(f"DROP TRIGGER memory_sources_{trigger}")
         store.conn.execute("DROP TABLE memory_sources")
         store.conn.execute("DROP INDEX memories_archive_ns_id")
-        store.conn.execute("DELETE FROM schema_version WHERE version = 7")
+        store.conn.execute("DELETE FROM schema_version WHERE version = 10")
     store.close()
 
     upgraded = SQLiteStore(db)
-    assert upgraded.schema_version() == 7
+    assert upgraded.schema_version() == 10
     assert {(r.id, a) for r, a in upgraded.derived("default", [e])} == {
         (f, False), (archived, True)}
 

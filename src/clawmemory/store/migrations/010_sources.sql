@@ -1,4 +1,4 @@
--- 007: provenance as an index. A memory's source_ids (004) name the memories it was derived
+-- 010: provenance as an index. A memory's source_ids (004) name the memories it was derived
 -- from (an extracted fact from its episodes, a synthesis note from its messages, a reflection
 -- from the week's facts). Forgetting a source forgets what was derived from it alone, so
 -- forget must find, by index, every memory naming a given source: one row per (source,

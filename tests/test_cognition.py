@@ -430,3 +430,18 @@ def test_episode_ids_of_messages() -> None:
             Message("user", "c", metadata={EPISODE_ID: "e1"}),
             Message("user", "d", metadata={EPISODE_ID: "e2"})]
     assert episode_ids(msgs) == ["e1", "e2"]
+
+
+def test_a_page_of_long_turns_is_cut_to_fit_the_prompt(
+    openai_server: ScriptedLLMServer, make_mem: MakeMem, clock: Clock
+) -> None:
+    mem = make_mem(openai_server, cognition={"max_input_chars": 1000})
+    episodes(mem, "s1", [("assistant", f"answer {i} " + "word " * 400) for i in range(5)], clock)
+    openai_server.script([text("[]")])
+    consolidate_session(mem, openai_server.llm(), "s1")
+    dialogue = prompt_text(openai_server.requests[0].body).split("<<<DIALOGUE\n")[1]
+    lines = dialogue.split("\nDIALOGUE>>>")[0].splitlines()
+    assert [line.split(":", 1)[0] for line in lines] == [
+        f"[e{i}] (2023-11-14) assistant" for i in range(1, 6)]
+    assert all(line.endswith("…") and len(line) < 260 for line in lines)
+    assert is_session_consolidated(mem, "s1")

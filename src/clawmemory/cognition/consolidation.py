@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from clawmemory.cognition.base import SOURCES, Refs, clip, day
 from clawmemory.config import ConsolidationSettings
-from clawmemory.errors import ClawMemoryError, LLMError
+from clawmemory.errors import ClawMemoryError
 from clawmemory.llm.base import LLM, Message
 from clawmemory.llm.parse import ask_json
 from clawmemory.llm.prompts import (
@@ -62,7 +62,8 @@ log = logging.getLogger("clawmemory.cognition")
 DIALECT = "consolidator"
 MAX_TAGS = 8
 MAX_TAG_CHARS = 64
-EPISODE_CHARS = 4000  # of one episode in a prompt
+EPISODE_CHARS = 4000  # of one episode in a prompt, at most...
+MIN_EPISODE_CHARS = 200  # ...and at least, whatever cognition.max_input_chars says
 
 
 @dataclass
@@ -155,18 +156,17 @@ def _page_done_before(mem: Memory, episode_ids: Sequence[str]) -> bool:
 def _dialogue(
     episodes: Sequence[Mapping[str, Any]], limit: int
 ) -> tuple[str, Refs, dict[str, float]]:
-    refs, dates, used = Refs("e"), {}, 0
+    """The page as ``[e1] (date) role: text`` lines within ``limit`` characters: each episode
+    gets an equal share (at most ``EPISODE_CHARS``), so a page of long turns is cut, not
+    refused."""
+    share = max(min(EPISODE_CHARS, limit // max(len(episodes), 1) - 40), MIN_EPISODE_CHARS)
+    refs, dates = Refs("e"), {}
     lines: list[str] = []
     for e in episodes:
         when = e.get("event_time") or e.get("created_at")
-        text = clip(" ".join(str(e["content"]).split()), EPISODE_CHARS)
+        text = clip(" ".join(str(e["content"]).split()), share)
         who = e.get("source_role") or "unknown"
-        line = f"[{refs.add(str(e['id']))}] ({day(when)}) {who}: {text}"
-        used += len(line) + 1
-        if used > limit and lines:
-            raise LLMError(f"the page of episodes is longer than {limit} characters"
-                           " (cognition.max_input_chars); lower consolidation.episodes_page_size")
-        lines.append(line)
+        lines.append(f"[{refs.add(str(e['id']))}] ({day(when)}) {who}: {text}")
         if when is not None:
             dates[str(e["id"])] = float(when)
     return "\n".join(lines), refs, dates

@@ -8,6 +8,10 @@ of the LoCoMo repository's task_eval).
 
     .venv/bin/python bench/locomo.py                      # all modes, all conversations
     .venv/bin/python bench/locomo.py --modes hybrid --conversations 2
+    .venv/bin/python bench/locomo.py --llm [--decompose]  # question answering, LLM judge (J)
+
+--llm needs an LLM endpoint ([llm] in the config file or CLAWMEM_LLM__* variables): each
+question of categories 1-4 is answered from recalled memories and judged (bench/locomo_qa.py).
 
 The data (CC BY-NC 4.0) is read from --data and never copied into this repository.
 """
@@ -30,7 +34,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from clawmemory import Memory, Settings
+from clawmemory import ClawMemoryError, ConfigError, Memory, Settings
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "bench" / "locomo" / "locomo10.json"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
@@ -96,6 +100,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     console = Console(width=180)
     db = Path(args.db or tempfile.mkdtemp(prefix="locomo-")) / "locomo.db"
     mem = Memory.open(db, settings=Settings(db=db))
+    if args.llm:
+        return run_qa(args, data, mem, console)
     t0 = time.perf_counter()
     qsets: dict[str, list[dict[str, Any]]] = {}
     skipped = n_turns = 0
@@ -116,6 +122,39 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     report(console, results, n_q, skipped, n_turns, ingest_s)
     mem.close()
     return results
+
+
+def ingest(mem: Memory, data: list[dict[str, Any]]) -> None:
+    """Each conversation into its own namespace (kept when the database is reused)."""
+    for conv in data:
+        ns = mem.with_namespace(conv["sample_id"])
+        if ns.count(include_invalid=True) == 0:
+            ns.store_many(turns(conv))
+
+
+def run_qa(
+    args: argparse.Namespace, data: list[dict[str, Any]], mem: Memory, console: Console
+) -> dict[str, Any]:
+    from clawmemory.llm import close_llm, make_llm
+    from locomo_qa import evaluate_qa, qa_questions, report_qa
+
+    llm = make_llm(mem.settings.llm)
+    if llm is None:
+        raise ConfigError("--llm needs an LLM endpoint: set [llm] in the config file or"
+                          " CLAWMEM_LLM__PROVIDER/BASE_URL/MODEL (docs/llm.md)")
+    try:
+        ingest(mem, data)
+        qsets = {c["sample_id"]: qa_questions(c) for c in data}
+        if args.questions is not None:
+            left = args.questions
+            for sample, qs in qsets.items():
+                qsets[sample], left = qs[: max(left, 0)], left - len(qs)
+        results = evaluate_qa(mem, llm, qsets, args, console)
+        report_qa(console, results)
+        return results
+    finally:
+        close_llm(llm)
+        mem.close()
 
 
 def evaluate(
@@ -185,11 +224,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--conversations", type=int, default=None, help="only the first N")
     p.add_argument("--db", default=None, help="folder for the database (kept; reused if filled)")
     p.add_argument("--json", dest="json_out", default=None, help="also write results here")
+    qa = p.add_argument_group("question answering (needs an LLM endpoint)")
+    qa.add_argument("--llm", action="store_true",
+                    help="answer each question from recalled memories; score with an LLM judge")
+    qa.add_argument("--decompose", action="store_true",
+                    help="split each question into search queries with the LLM first")
+    qa.add_argument("--qa-mode", default="auto", help="recall mode for --llm (default auto)")
+    qa.add_argument("--top-k", type=int, default=20, help="memories given to each answer")
+    qa.add_argument("--questions", type=int, default=None, help="only the first N questions")
+    qa.add_argument("--judge-prompt", default=None,
+                    help="a judge template file ({question}, {gold_answer}, {generated_answer})")
     args = p.parse_args(argv)
     if not Path(args.data).exists():
         print(f"error: LoCoMo data not found at {args.data} (pass --data)", file=sys.stderr)
         return 2
-    results = run(args)
+    try:
+        results = run(args)
+    except ClawMemoryError as exc:  # no endpoint, a bad setting: one line, no traceback
+        print(f"error: {exc}", file=sys.stderr)
+        return 2 if isinstance(exc, ConfigError) else 3
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(results, indent=1))
     return 0

@@ -169,3 +169,24 @@ def settings() -> Settings:
 def mem(store: Store, settings: Settings, clock: Clock) -> Memory:
     """``Memory`` in the default namespace over the backend under test, on the test's clock."""
     return Memory(store, settings, clock=clock)
+
+
+@pytest.fixture
+def make_mem(tmp_path: Path, clock: Clock) -> Iterator[Callable[..., Memory]]:
+    """``make(server, llm={...}, **sections)``: a ``Memory`` on its own SQLite file, on the
+    test's clock, without an embedding model, whose ``[llm]`` is the scripted ``server``
+    (``llm`` overrides its settings; ``sections`` are other settings sections)."""
+    from clawmemory.store.sqlite import SQLiteStore
+
+    opened: list[Memory] = []
+
+    def make(server: Any, llm: dict[str, Any] | None = None, **sections: Any) -> Memory:
+        cfg = Settings(embedder={"provider": "none"}, llm=server.settings(**(llm or {})),
+                       **sections)
+        made = Memory(SQLiteStore(tmp_path / f"llm-{len(opened)}.db"), cfg, clock=clock)
+        opened.append(made)
+        return made
+
+    yield make
+    for made in opened:
+        made.close()

@@ -56,6 +56,7 @@ __all__ = [
     "http_error",
     "llm_server",
     "openai_server",
+    "prompt_text",
     "raw",
     "slow",
     "text",
@@ -326,3 +327,20 @@ def llm_server(request: pytest.FixtureRequest) -> Iterator[ScriptedLLMServer]:
     """Each kind in turn: for behaviour every provider shares."""
     with ScriptedLLMServer(request.param) as server:
         yield server
+
+
+def prompt_text(body: Any) -> str:
+    """Every text a request sent (system prompt, message contents, tool results), in either
+    wire format, one per line: what a test searches for a prompt's words."""
+    parts: list[str] = []
+    if isinstance(body, dict):
+        if isinstance(body.get("system"), str):
+            parts.append(body["system"])
+        for m in body.get("messages") or []:
+            content = m.get("content") if isinstance(m, dict) else None
+            if isinstance(content, str):
+                parts.append(content)
+            elif isinstance(content, list):
+                parts += [str(b.get("text") or b.get("content") or "") for b in content
+                          if isinstance(b, dict)]
+    return "\n".join(parts)

@@ -7,8 +7,14 @@ import re
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
-from clawmemory.config import LLMSettings
+from clawmemory.config import (
+    AgentSettings,
+    CognitionSettings,
+    ConsolidationSettings,
+    LLMSettings,
+)
 from clawmemory.llm.prompts import PROMPTS
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
@@ -22,8 +28,13 @@ def test_docs_llm_md_shows_every_prompt_verbatim(name: str) -> None:
         f"docs/llm.md does not show {name} as it is in llm/prompts.py")
 
 
-def test_every_llm_setting_has_a_row_in_configuration_md() -> None:
+@pytest.mark.parametrize(("section", "model"), [
+    ("llm", LLMSettings), ("cognition", CognitionSettings), ("agent", AgentSettings),
+    ("consolidation", ConsolidationSettings)])
+def test_every_llm_setting_has_a_row_in_configuration_md(
+    section: str, model: type[BaseModel]
+) -> None:
     text = (DOCS / "configuration.md").read_text(encoding="utf-8")
-    section = text.split("## `[llm]`", 1)[1].split("\n## ", 1)[0]
-    documented = set(re.findall(r"^\| `(\w+)` \|", section, re.M))
-    assert documented == set(LLMSettings.model_fields)
+    part = text.split(f"## `[{section}]`", 1)[1].split("\n## ", 1)[0]
+    documented = set(re.findall(r"^\| `(\w+)` \|", part, re.M))
+    assert documented == set(model.model_fields)

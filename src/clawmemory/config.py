@@ -39,7 +39,11 @@ from clawmemory.errors import ConfigError
 from clawmemory.validation import MAX_WEIGHT
 
 __all__ = [
+    "RESPONSE_CACHE_FILE",
+    "AgentSettings",
     "Backend",
+    "CognitionSettings",
+    "ConsolidationSettings",
     "EmbedderSettings",
     "EntitySettings",
     "HistorySettings",
@@ -234,12 +238,49 @@ class MaintenanceSettings(Section):
 
 
 class ConsolidationSettings(Section):
-    """The 004 consolidator agent's tools (``tools/consolidator.py``)."""
+    """The 004 consolidator's tools (``tools/consolidator.py``) and the consolidation step
+    (``cognition/consolidation.py``)."""
 
     episodes_page_size: int = Field(default=30, ge=1)  # get_episodes_for_consolidation chunk
     dedup_jaccard: float = Field(default=0.75, ge=0, le=1)  # save_facts_batch: duplicate from
     dedup_candidates: int = Field(default=10, ge=1)  # stored facts compared with each new one
     conflict_confidence: float = Field(default=0.3, ge=0, le=1)  # resolve_conflict: old fact's
+    conflict_candidates: int = Field(default=3, ge=0, le=100)  # stored facts shown per new fact
+    # The nightly job leaves a session alone while it is this recent (000's idle eviction
+    # time): consolidating a conversation that is still going on would cut it in half.
+    min_idle_s: float = Field(default=3600.0, ge=0)
+    max_sessions: int = Field(default=50, ge=1)  # sessions per nightly run (bounded work)
+
+
+class CognitionSettings(Section):
+    """The LLM steps that turn conversations into memories (``clawmemory.cognition``)."""
+
+    synthesis: bool = True  # 000 synthesis on
+    synthesis_interval: int = Field(default=5, ge=1)  # 000: every N user messages
+    synthesis_messages: int = Field(default=10, ge=1, le=200)  # 000: the last 10 messages
+    synthesis_temperature: float = Field(default=0.3, ge=0, le=2)  # 000: low temperature
+    synthesis_context: int = Field(default=10, ge=0, le=100)  # existing entries shown to link
+    extraction: bool = False  # 001 per-exchange fact extractor (off: NopExtractor)
+    reflection_min_days: float = Field(default=6.0, ge=0)  # 004: at most once per 6 days
+    reflection_window_days: float = Field(default=7.0, gt=0)  # 004: the past 7 days
+    reflection_min_facts: int = Field(default=3, ge=0)  # 004: at least 3 new facts
+    reflection_max_memories: int = Field(default=200, ge=1, le=10_000)  # 004: limit=200
+    max_input_chars: int = Field(default=24_000, ge=1000)  # text of memories in one prompt
+
+
+class AgentSettings(Section):
+    """The reference agent (``clawmemory.agent``, ``clawmem chat``)."""
+
+    system_prompt: str | None = None  # None = prompts.AGENT_SYSTEM
+    tools_dialect: str = "ptrclaw"  # 000's memory tools
+    max_tool_rounds: int = Field(default=8, ge=0, le=100)  # tool-call rounds per message
+    temperature: float | None = Field(default=None, ge=0, le=2)  # None = the provider's
+    enrich_limit: int = Field(default=5, ge=0, le=100)  # 000 recall_limit
+    enrich_depth: int = Field(default=1, ge=0, le=3)  # 000 enrich_depth
+    observe: bool = True  # store each message as an episode (004 hot path)
+    agent_name: str = Field(default="assistant", min_length=1)  # source_role of its episodes
+    summary_on_end: bool = True  # 003: a summary memory when a session ends or is evicted
+    consolidate_on_switch: bool = True  # 004: consolidate a session when another starts
 
 
 class LLMProviderName(StrEnum):
@@ -272,6 +313,14 @@ class LLMSettings(Section):
     @classmethod
     def _provider_name(cls, value: Any) -> Any:
         return value.strip().lower() if isinstance(value, str) else value
+
+    def resolved_cache_path(self) -> Path:
+        """Where the response cache lives: ``cache_path``, else the default under the home."""
+        return Path(self.cache_path).expanduser() if self.cache_path else (
+            default_home() / RESPONSE_CACHE_FILE)
+
+
+RESPONSE_CACHE_FILE = "response_cache.json"  # 000: ~/.ptrclaw/response_cache.json
 
 
 class ContextSettings(Section):
@@ -353,6 +402,8 @@ class Settings(BaseSettings):
     context: ContextSettings = Field(default_factory=ContextSettings)
     history: HistorySettings = Field(default_factory=HistorySettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
+    cognition: CognitionSettings = Field(default_factory=CognitionSettings)
+    agent: AgentSettings = Field(default_factory=AgentSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
 
     def __init__(self, **values: Any) -> None:

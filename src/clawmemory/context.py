@@ -69,7 +69,12 @@ NEIGHBOR_LIMIT = 10  # links listed per entry
 
 
 def ptrclaw_enrich(
-    mem: Memory | None, message: str, recall_limit: int = 5, enrich_depth: int = 1
+    mem: Memory | None,
+    message: str,
+    recall_limit: int = 5,
+    enrich_depth: int = 1,
+    *,
+    exclude: Callable[[MemoryRecord], bool] | None = None,
 ) -> str:
     """The user message with a ``[Memory context]`` block in front (000 ``memory_enrich``).
 
@@ -77,12 +82,16 @@ def ptrclaw_enrich(
     keep ``recall_limit``, then with ``enrich_depth > 0`` add linked entries (at most
     ``recall_limit`` more, one hop per depth level). No match, no memory: the message comes
     back unchanged — never an empty block. Recalled entries list their links; added neighbours
-    are shown bare, as in the specification's example."""
+    are shown bare, as in the specification's example. ``exclude``: recalled memories to leave
+    out as well (an agent storing its messages as episodes leaves out this session's: they are
+    in its history already); twice as many are fetched then, so the block still fills."""
     if mem is None or recall_limit <= 0 or not message.strip():
         return message
     try:
-        hits = mem.recall(_query(mem, message), limit=recall_limit * 2)
-        entries = [h.memory for h in hits if h.memory.kind != "core"][:recall_limit]
+        fetch = recall_limit * (4 if exclude is not None else 2)
+        hits = mem.recall(_query(mem, message), limit=fetch)
+        entries = [h.memory for h in hits if h.memory.kind != "core"
+                   and (exclude is None or not exclude(h.memory))][:recall_limit]
         if not entries:
             return message
         links = {r.id: mem.neighbors(r.id, limit=NEIGHBOR_LIMIT) for r in entries}

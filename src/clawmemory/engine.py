@@ -341,10 +341,12 @@ class Memory(WritePathMixin, PortabilityMixin):
 
     def forget(self, id_or_key: str) -> MemoryRecord:
         """Hard-delete a memory, live or archived, with every version of it (the corrections
-        it went through, 004) and everything derived from them (index rows, links, entity
-        links, vectors, mirror files). Nothing is left in the database file either: no copy
-        in free pages or the write-ahead log. Returns the record that was named; raises
-        NotFoundError."""
+        it went through, 004), every memory derived from it alone (``source_ids`` naming only
+        what is forgotten, recursively: ``provenance.forget_set``, ADR 0010) and everything
+        derived from those (index rows, links, entity links, vectors, mirror files). Nothing
+        is left in the database file either: no copy in free pages or the write-ahead log;
+        the LLM response cache, whose answers may quote it, is scrubbed. Returns the record
+        that was named; raises NotFoundError."""
         ref = check_ref(id_or_key)
         record = self.store_backend.get(self.namespace, ref)
         if record is None:
@@ -353,12 +355,31 @@ class Memory(WritePathMixin, PortabilityMixin):
             raise NotFoundError(
                 f"no memory with id or key {id_or_key!r} in namespace {self.namespace!r}"
             )
-        versions = [r for r, _ in self.store_backend.chain(self.namespace, record.id)]
-        ids = [r.id for r in versions] or [record.id]
+        from clawmemory.provenance import forget_set
+
+        removed = forget_set(self.store_backend, self.namespace, record)
+        ids = [r.id for r in removed]
         self.store_backend.delete(self.namespace, ids)
         self._unindex(ids)
-        self._mirror(removed=versions or [record])
+        self._mirror(removed=removed)
+        self._scrub_response_cache()
+        if len(removed) > 1:
+            log.info("forgot %s with %d versions and derived memories", record.id,
+                     len(removed) - 1)
         return record
+
+    def derived(self, id_or_key: str) -> builtins.list[MemoryRecord]:
+        """The live memories derived from this one (naming it in their ``source_ids``)."""
+        record = self.get(id_or_key)
+        found = self.store_backend.derived(self.namespace, [record.id])
+        return [r for r, archived in found if not archived]
+
+    def _scrub_response_cache(self) -> None:
+        """Answers in the LLM response cache may quote what was just forgotten: the file goes
+        (a cache; every ``ResponseCache`` notices and drops what it holds in RAM)."""
+        from clawmemory.private import scrub_file
+
+        scrub_file(self.settings.llm.resolved_cache_path())
 
     def _unindex(self, ids: Sequence[str]) -> None:
         vectors = self.components.loaded_vectors()  # never load a model just to forget
@@ -373,6 +394,7 @@ class Memory(WritePathMixin, PortabilityMixin):
         """Remove this whole tenant: records, links, entities, history, archive."""
         removed = self.store_backend.delete_namespace(self.namespace)
         self.components.forget_namespace_state(self.namespace)
+        self._scrub_response_cache()
         mirror = self.components.mirror(self.namespace)
         if mirror is not None:
             mirror.sync([])

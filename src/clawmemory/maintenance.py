@@ -29,7 +29,8 @@ does its LLM work. With no LLM configured the jobs that need one are recorded as
 LLM configured (...how to configure one...)" and nothing else breaks (001: degrade gracefully);
 a misconfigured one (a key variable unset) fails them with the fix. Each run's LLM calls are
 metered: ``llm_calls``, ``prompt_tokens`` and ``completion_tokens`` (``llm_failures`` when calls
-failed) join the run's counts, whatever its outcome.
+failed) join the run's counts, whatever its outcome. The steps installed by default are
+``clawmemory.cognition.steps.default_steps()``: 004 consolidation and reflection.
 """
 
 from __future__ import annotations
@@ -89,6 +90,13 @@ class Skipped(Exception):  # noqa: N818 - it is an outcome, not an error
     """Raised by a job that cannot run here; the message says why (starts with "skipped:")."""
 
 
+def _cognition_steps() -> dict[str, Callable[[Memory, JobContext], Counts]]:
+    """The LLM steps installed by default: 004 consolidation and reflection."""
+    from clawmemory.cognition.steps import default_steps
+
+    return dict(default_steps())
+
+
 @dataclass(frozen=True)
 class JobContext:
     """What a run may use beyond the Memory: the random source (seed it for exact tests), the
@@ -97,7 +105,8 @@ class JobContext:
 
     rng: random.Random | None = None
     llm: LLM | None = None
-    steps: Mapping[str, Callable[[Memory, JobContext], Counts]] = field(default_factory=dict)
+    steps: Mapping[str, Callable[[Memory, JobContext], Counts]] = field(
+        default_factory=_cognition_steps)
     llm_problem: str | None = None
 
     @classmethod

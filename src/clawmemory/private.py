@@ -24,6 +24,7 @@ __all__ = [
     "make_private_dir",
     "open_private",
     "prepare_database_file",
+    "scrub_file",
     "warn_if_shared",
 ]
 
@@ -116,3 +117,24 @@ def atomic_write(path: Path, data: bytes, *, fsync: bool = True, parents: bool =
         if isinstance(exc, OSError):
             raise StorageError(f"cannot write {path}: {exc}") from exc
         raise
+
+
+def scrub_file(path: Path) -> bool:
+    """Overwrite a file's bytes with zeros, then delete it: what ``forget`` does to a file that
+    may quote forgotten text (the response cache), so the text is not left in the blocks the
+    file occupied. False when there was no file."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise StorageError(f"cannot scrub {path}: {exc}") from exc
+    try:
+        with path.open("r+b") as f:
+            f.write(b"\0" * size)
+            f.flush()
+            os.fsync(f.fileno())
+        path.unlink(missing_ok=True)
+    except OSError as exc:
+        raise StorageError(f"cannot scrub {path}: {exc}") from exc
+    return True

@@ -13,7 +13,7 @@ Layering: this package sits above the engine (it takes an open ``Memory``); the 
 imports it. docs/history.md describes the behaviour and the specifications it comes from.
 """
 
-from clawmemory.history.base import HistoryStore, check_message, persistence_key
+from clawmemory.history.base import EPISODE_ID, HistoryStore, check_message, persistence_key
 from clawmemory.history.compaction import (
     Compaction,
     Discarding,
@@ -37,6 +37,7 @@ from clawmemory.history.sessions import (
 from clawmemory.history.writer import WriteBehind
 
 __all__ = [
+    "EPISODE_ID",
     "Compaction",
     "Conversation",
     "Discarding",

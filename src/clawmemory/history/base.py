@@ -19,6 +19,7 @@ from clawmemory.llm.base import ROLES, Message, ToolCall
 from clawmemory.validation import check_content, check_label, check_metadata
 
 __all__ = [
+    "EPISODE_ID",
     "HistoryStore",
     "check_key",
     "check_message",
@@ -28,6 +29,9 @@ __all__ = [
 ]
 
 MAX_KEY_CHARS = 512
+# Message.metadata key holding the id of the episode memory a message was also stored as (the
+# agent stores each message as a 004 episode): what is derived from messages names its sources.
+EPISODE_ID = "episode_id"
 
 
 @runtime_checkable

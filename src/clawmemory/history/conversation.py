@@ -27,7 +27,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from clawmemory.errors import ClawMemoryError, InvalidInputError
-from clawmemory.history.base import HistoryStore, check_key, check_message
+from clawmemory.history.base import EPISODE_ID, HistoryStore, check_key, check_message
 from clawmemory.history.compaction import (
     SUMMARY_HEADER,
     Compaction,
@@ -332,17 +332,24 @@ class Conversation:
         memory_id = None
         if result.summarized_by == "summarizer" and self.history.settings.summary_memory:
             body = text.removeprefix(SUMMARY_HEADER).strip()
-            memory_id = self._store_summary(body, "compaction", covers=first_kept)
+            memory_id = self._store_summary(body, "compaction", result.discarded,
+                                            covers=first_kept)
         return replace(result, summary_memory_id=memory_id, hygiene_purged=self._hygiene())
 
-    def _store_summary(self, body: str, why: str, **extra: Any) -> str | None:
-        """Store a conversation summary as a memory (003). A failure is logged: the summary is
-        already the conversation's own, and the compaction it belongs to has happened."""
+    def _store_summary(
+        self, body: str, why: str, messages: Sequence[Message], **extra: Any
+    ) -> str | None:
+        """Store a conversation summary as a memory (003), naming as its sources the episodes
+        the summarised messages were stored as (``EPISODE_ID`` in their metadata), so
+        forgetting them forgets the summary too (ADR 0010). A failure is logged: the summary
+        is already the conversation's own, and the compaction it belongs to has happened."""
+        sources = [m.metadata.get(EPISODE_ID) for m in messages]
         try:
             return self.history.mem.store(
                 body, kind="summary", source=SUMMARY_SOURCES[why],
                 session_id=self.session_id or self.key,
                 metadata={HISTORY_KEY: self.key, **extra},
+                source_ids=list(dict.fromkeys(s for s in sources if isinstance(s, str) and s)),
             )
         except ClawMemoryError as exc:
             log.warning("history: summary memory of %s not stored: %s", self.key, exc)
@@ -374,4 +381,4 @@ class Conversation:
         text = summarizer(tuple(shown))
         if not isinstance(text, str) or not text.strip():
             return None
-        return self._store_summary(text.strip(), "end")
+        return self._store_summary(text.strip(), "end", shown)

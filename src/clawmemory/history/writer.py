@@ -18,10 +18,11 @@ import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from clawmemory.errors import ClawMemoryError
 
-__all__ = ["WriteBehind"]
+__all__ = ["WriteBehind", "wait_drained"]
 
 log = logging.getLogger("clawmemory.history")
 AT_EXIT_FLUSH_S = 10.0  # how long interpreter exit waits for pending history writes
@@ -111,12 +112,7 @@ class WriteBehind:
         return self._wait_empty(timeout) if full else done.wait(timeout)
 
     def _wait_empty(self, timeout: float | None) -> bool:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while self._queue.unfinished_tasks:
-            if deadline is not None and time.monotonic() > deadline:
-                return False
-            time.sleep(0.01)
-        return True
+        return wait_drained(self._queue, timeout)
 
     def close(self, timeout: float | None = None) -> bool:
         """Run what is queued, then stop the thread. Later submits are dropped and logged."""
@@ -140,3 +136,14 @@ def _flush_at_exit(ref: weakref.ref[WriteBehind]) -> None:
     writer = ref()
     if writer is not None:
         writer.flush(AT_EXIT_FLUSH_S)
+
+
+def wait_drained(jobs: queue.Queue[Any], timeout: float | None) -> bool:
+    """Wait until every item put on ``jobs`` is done (``task_done``); False if ``timeout``
+    passed first."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while jobs.unfinished_tasks:
+        if deadline is not None and time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True

@@ -9,7 +9,10 @@ Storage: a JSON array, loaded on construction and rewritten atomically after eve
 ``CachedLLM`` puts it in front of any ``LLM`` for the calls the key describes exactly: system
 messages plus one user message, no tools. Anything else (a conversation, a tool loop) goes to
 the model every time. Off by default (000 ``response_cache = false``): the file keeps answers
-verbatim, and ``forget`` does not reach it; ``cache_ttl_s`` bounds how long one lives.
+verbatim. ``Memory.forget`` scrubs and deletes the file (answers may quote what was
+forgotten), and every cache notices when its file changed or vanished under it (another
+process forgot something, or cached an answer) and reloads, so no forgotten answer is served
+or written back from memory.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from clawmemory import private
+from clawmemory.config import RESPONSE_CACHE_FILE
 from clawmemory.errors import StorageError
 from clawmemory.llm.base import LLM, Completion, Message
 
@@ -31,7 +35,7 @@ __all__ = ["CACHE_FILE", "CACHE_HIT", "CachedLLM", "ResponseCache", "cache_key",
 
 log = logging.getLogger("clawmemory")
 
-CACHE_FILE = "response_cache.json"  # 000: ~/.ptrclaw/response_cache.json
+CACHE_FILE = RESPONSE_CACHE_FILE  # 000: ~/.ptrclaw/response_cache.json
 CACHE_HIT = "cache"  # the stop_reason of a Completion answered from the cache
 _FNV_OFFSET = 0xCBF29CE484222325
 _FNV_PRIME = 0x100000001B3
@@ -77,6 +81,7 @@ class ResponseCache:
         self.max_entries = max(1, max_entries)
         self._clock = clock
         self._lock = threading.Lock()
+        self._seen: tuple[int, int, int] | None = None  # the file as last read or written
         self._entries: dict[str, _Entry] = self._load()
 
     def __len__(self) -> int:
@@ -88,6 +93,7 @@ class ResponseCache:
         key = f"{cache_key(model, system_prompt, user_message):016x}"
         now = self._clock()
         with self._lock:
+            self._sync()
             entry = self._entries.get(key)
             if entry is None or now - entry.created_at > self.ttl_s:
                 return None
@@ -100,6 +106,7 @@ class ResponseCache:
         key = f"{cache_key(model, system_prompt, user_message):016x}"
         now = self._clock()
         with self._lock:
+            self._sync()
             self._entries[key] = _Entry(key, response, now, now)
             self._evict(now)
             snapshot = [asdict(e) for e in self._entries.values()]
@@ -110,12 +117,14 @@ class ResponseCache:
                 private.atomic_write(self.path, json.dumps(snapshot).encode())
             except StorageError as exc:
                 log.warning("response cache not saved: %s", exc)
+            self._seen = _stat(self.path)
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
             if self.path is not None:
-                self.path.unlink(missing_ok=True)
+                private.scrub_file(self.path)
+            self._seen = None
 
     def _evict(self, now: float) -> None:
         for key in [k for k, e in self._entries.items() if now - e.created_at > self.ttl_s]:
@@ -126,8 +135,16 @@ class ResponseCache:
             for entry in oldest:
                 del self._entries[entry.key]
 
+    def _sync(self) -> None:
+        """Reload when the file is not the one this cache last read or wrote: ``forget``
+        deleted it (the entries in RAM may quote what was forgotten), or another process
+        cached an answer."""
+        if self.path is not None and _stat(self.path) != self._seen:
+            self._entries = self._load()
+
     def _load(self) -> dict[str, _Entry]:
-        if self.path is None or not self.path.exists():
+        self._seen = _stat(self.path) if self.path is not None else None
+        if self.path is None or self._seen is None:
             return {}
         try:
             rows = json.loads(self.path.read_text(encoding="utf-8"))
@@ -172,6 +189,14 @@ class CachedLLM:
         close = getattr(self.inner, "close", None)
         if callable(close):
             close()
+
+
+def _stat(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
 
 
 def _single_turn(messages: Sequence[Message]) -> tuple[str, str] | None:

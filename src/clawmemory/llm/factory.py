@@ -19,7 +19,7 @@ import os
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from clawmemory.config import LLMProviderName, LLMSettings, default_home
+from clawmemory.config import LLMProviderName, LLMSettings
 from clawmemory.errors import ConfigError
 from clawmemory.llm.base import LLM
 
@@ -62,11 +62,11 @@ def make_llm(settings: LLMSettings) -> LLM | None:
                    backoff_s=settings.backoff_s, default_max_tokens=settings.max_tokens)
     if not settings.response_cache:
         return llm
-    from clawmemory.llm.cache import CACHE_FILE, CachedLLM, ResponseCache
+    from clawmemory.llm.cache import CachedLLM, ResponseCache
 
-    path = settings.cache_path.expanduser() if settings.cache_path else default_home() / CACHE_FILE
-    return CachedLLM(llm, ResponseCache(path, ttl_s=settings.cache_ttl_s,
-                                        max_entries=settings.cache_max_entries))
+    cache = ResponseCache(settings.resolved_cache_path(), ttl_s=settings.cache_ttl_s,
+                          max_entries=settings.cache_max_entries)
+    return CachedLLM(llm, cache)
 
 
 def _host(base_url: str) -> str:

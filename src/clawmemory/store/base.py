@@ -187,6 +187,12 @@ class Store(Protocol):
         is archived; oldest first. Empty when ``id_`` is nowhere."""
         ...
 
+    def derived(self, namespace: str, source_ids: Sequence[str]) -> builtins.list[Version]:
+        """Memories, live or archived, that name any of ``source_ids`` among their own
+        ``source_ids`` (what was derived from those memories), each with whether it is
+        archived. Looked up by index: forget calls it for every memory it removes."""
+        ...
+
     def list(
         self, namespace: str, flt: Filter, *, limit: int, offset: int = 0, order: str = "newest"
     ) -> builtins.list[MemoryRecord]: ...

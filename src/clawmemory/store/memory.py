@@ -76,6 +76,8 @@ class _Namespace:
     postings: defaultdict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     field_len: defaultdict[str, int] = field(default_factory=lambda: defaultdict(int))
     links: dict[tuple[str, str], Link] = field(default_factory=dict)
+    # provenance index: source id -> ids of the records naming it in source_ids
+    derived: defaultdict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
 
 
 class MemoryStore:
@@ -97,12 +99,21 @@ class MemoryStore:
     def _index(self, ns: _Namespace, r: MemoryRecord) -> None:
         tf = {f: Counter(tokenize(text)) for f, text in _field_text(r).items()}
         ns.tf[r.id] = tf
+        for source in r.source_ids:
+            ns.derived[source].add(r.id)
         for f, counts in tf.items():
             ns.field_len[f] += sum(counts.values())
             for term in counts:
                 ns.postings[term].add(r.id)
 
     def _unindex(self, ns: _Namespace, rid: str) -> None:
+        record = ns.records.get(rid)
+        for source in record.source_ids if record is not None else ():
+            found = ns.derived.get(source)
+            if found is not None:
+                found.discard(rid)
+                if not found:
+                    del ns.derived[source]
         for f, counts in ns.tf.pop(rid, {}).items():
             ns.field_len[f] -= sum(counts.values())
             for term in counts:
@@ -210,11 +221,12 @@ class MemoryStore:
                 return 0
             removed = 0
             for rid in ids:
-                r = ns.records.pop(rid, None)
+                r = ns.records.get(rid)
                 if r is None:
                     continue
                 removed += 1
                 self._unindex(ns, rid)
+                del ns.records[rid]
                 ns.seq.pop(rid, None)
                 if r.key and ns.by_key.get(r.key) == rid:
                     del ns.by_key[r.key]
@@ -436,6 +448,20 @@ class MemoryStore:
             keyed = [r for r in arch._ns[namespace].records.values() if r.key == id_or_key]
             return max(keyed, key=lambda r: arch._ns[namespace].seq[r.id], default=None)
 
+    def derived(self, namespace: str, source_ids: Sequence[str]) -> builtins.list[Version]:
+        with self._lock:
+            found: builtins.list[Version] = []
+            stores = [(self, False)]
+            if self._life.store is not None:
+                stores.append((self._life.store, True))
+            for store, archived in stores:
+                ns = store._ns.get(namespace)
+                if ns is None:
+                    continue
+                ids = sorted({m for s in source_ids for m in ns.derived.get(s, ())})
+                found += [(ns.records[i], archived) for i in ids]
+            return found
+
     def chain(self, namespace: str, id_: str) -> builtins.list[Version]:
         with self._lock:
             versions = [(r, False) for r in self._ns[namespace].records.values()]
@@ -521,5 +547,7 @@ def _info(r: MemoryRecord) -> RankInfo:
 def _copy(ns: _Namespace) -> _Namespace:
     postings: defaultdict[str, set[str]] = defaultdict(
         set, {t: set(s) for t, s in ns.postings.items()})
+    derived: defaultdict[str, set[str]] = defaultdict(
+        set, {t: set(s) for t, s in ns.derived.items()})
     return _Namespace(dict(ns.records), dict(ns.by_key), dict(ns.seq), dict(ns.tf), postings,
-                      defaultdict(int, ns.field_len), dict(ns.links))
+                      defaultdict(int, ns.field_len), dict(ns.links), derived)

@@ -62,6 +62,9 @@ class NoneStore:
     def chain(self, namespace: str, id_: str) -> builtins.list[Version]:
         return []
 
+    def derived(self, namespace: str, source_ids: Sequence[str]) -> builtins.list[Version]:
+        return []
+
     def list(
         self, namespace: str, flt: Filter, *, limit: int, offset: int = 0, order: str = "newest"
     ) -> builtins.list[MemoryRecord]:

@@ -401,6 +401,24 @@ class SQLiteStore:
             frontier = sorted(ends - asked)[:500]
         return order_versions(builtins.list(found.values()))
 
+    def derived(self, namespace: str, source_ids: Sequence[str]) -> builtins.list[Version]:
+        live: set[str] = set()
+        archived: set[str] = set()
+        wanted = list(dict.fromkeys(source_ids))
+        for part in (wanted[i: i + 500] for i in range(0, len(wanted), 500)):
+            for mid, in_archive in self._query(
+                    "SELECT DISTINCT memory_id, archived FROM memory_sources WHERE namespace = ?"
+                    f" AND source_id IN ({', '.join('?' * len(part))})", (namespace, *part)):
+                (archived if in_archive else live).add(str(mid))
+        found: builtins.list[Version] = [
+            (r, False) for r in self.get_many(namespace, sorted(live))]
+        ordered = sorted(archived)
+        for part in (ordered[i: i + 500] for i in range(0, len(ordered), 500)):
+            found += [(MemoryRecord.from_dict(json.loads(r[0])), True) for r in self._query(
+                "SELECT record FROM memories_archive WHERE namespace = ? AND id IN"
+                f" ({', '.join('?' * len(part))})", (namespace, *part))]
+        return found
+
     def vacuum(self) -> None:
         with self._lock:
             self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

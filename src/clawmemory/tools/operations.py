@@ -350,7 +350,8 @@ MEMORY_OPERATIONS: tuple[ToolSpec, ...] = (
              ListArgs, list_, writes=False),
     ToolSpec("memory_update", "Change a memory in place (keeps its score).",
              UpdateArgs, update, writes=True),
-    ToolSpec("memory_forget", "Delete a memory and its links.", IdArgs, forget, writes=True),
+    ToolSpec("memory_forget", "Delete a memory for good, with its links, its earlier versions"
+             " and the memories derived from it alone.", IdArgs, forget, writes=True),
     ToolSpec("memory_link", "Create or remove a two-way link between two memories.",
              LinkArgs, link, writes=True),
     ToolSpec("memory_reinforce", "Mark a memory as useful (score +3); it will rank higher.",

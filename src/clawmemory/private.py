@@ -77,10 +77,9 @@ def open_private(path: Path) -> int:
 def prepare_database_file(path: Path, *, create: bool) -> None:
     """Make sure a database file can be opened privately: with ``create``, a missing file is
     created empty and 0600 in a 0700 folder; without it, a missing or empty file is an error
-    (read-only commands never create a store). An existing file is checked, not changed."""
+    (read-only commands never create a store). An existing file is left as it is."""
     if path.exists() and path.stat().st_size > 0:
-        warn_if_shared(path)
-        return
+        return  # the caller warns about its mode once it knows the file is a store of ours
     if not create:
         raise NotFoundError(f"no clawmemory database at {path} yet (nothing has been stored"
                             " there; `clawmem add` creates it)")

@@ -38,6 +38,7 @@ class JSONFileStore(MemoryStore):
         self._batch = 0
         if self.path.exists():
             self._load()
+            private.warn_if_shared(self.path)
 
     def _load(self) -> None:
         try:

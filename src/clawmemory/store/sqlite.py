@@ -128,6 +128,8 @@ class SQLiteStore:
             self._retry(lambda: schema.check_ownership(self, (apsw.NotADBError,
                                                                 apsw.CorruptError)))
             self.read_only = bool(self.conn.readonly("main"))
+            if not in_memory:
+                private.warn_if_shared(self.path)
             self._retry(self._configure)
             self._retry(lambda: schema.migrate(self))
         except BaseException:

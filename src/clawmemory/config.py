@@ -96,7 +96,16 @@ class RecallSettings(BaseModel):
     # vectors (0 = plain cosine). Measured on LoCoMo: ADR 0007.
     centre_min_rows: int = 50
     rrf_k: int = 60  # 002/004
-    fusion: str = "weighted"  # "weighted" (000) or "rrf" (002/004); measured: ADR 0004
+    # "calibrated" (each list standardised; ADR 0011), "weighted" (000) or "rrf" (002/004)
+    fusion: str = "calibrated"
+    calibrated_text_weight: float = 0.6  # × z(keyword) (ADR 0011)
+    calibrated_vector_weight: float = 0.4  # × z(cosine) (ADR 0011)
+    calibrated_entity_weight: float = 0.1  # × entity score / best entity score (ADR 0011)
+    calibrated_floor: float = 0.5  # z-scores below −this count as −this (ADR 0011)
+    keyword_top_bonus: float = 0.5  # added to the keyword list's best match (ADR 0011)
+    # Keyword candidates holding the same query words within this share of the best of them
+    # score as that best: their BM25 differences are document length (ADR 0011). 0 = off.
+    keyword_tie: float = 0.2
     text_weight: float = 0.4  # weighted mode, as 000 (ADR 0004, ADR 0007)
     vector_weight: float = 0.6  # weighted mode, as 000 (ADR 0004, ADR 0007)
     score_weight: float = 0.2  # 003: exp(score * 0.2)

@@ -7,10 +7,10 @@ Candidate lists, each best first:
 * ``vector``: nearest neighbours of the query embedding (when an embedder is configured);
 * ``entity``: memories linked to entities named in the query (004).
 
-Fusion is RRF (``Σ w_list / (k + rank)``, k = 60 — 002/004) or 000's weighted mode
-(``0.4 × bm25/max_bm25 + 0.6 × (cosine + 1)/2``). A single list keeps its own relevance. The
-fused score is multiplied by the ranking factors (reinforcement, recency, confidence, and the
-co-recall boost when enabled); ``depth=1`` then follows links one hop (000).
+Fusion (``search/fusion.py``) is ``calibrated`` by default (each list standardised on its own
+candidates; ADR 0011), or 000's ``weighted`` formula, or RRF (002/004). A single list keeps its
+own relevance. The fused score is multiplied by the ranking factors (reinforcement, recency,
+confidence, and the co-recall boost when enabled); ``depth=1`` then follows links one hop (000).
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from clawmemory.config import RecallSettings
-from clawmemory.model import Explanation, Filter, Hit
+from clawmemory.model import Explanation, Filter, Hit, MemoryRecord
+from clawmemory.search import fusion
+from clawmemory.search.fusion import Fused
 from clawmemory.search.ranking import factors
 from clawmemory.search.sanitize import content_terms, like_tokens, sanitize_terms
 from clawmemory.store.base import RankInfo, Store
@@ -59,14 +61,6 @@ class Candidates:
     items: list[tuple[RankInfo, float]] = field(default_factory=list)
     via: str | None = None
     detail: dict[str, str] = field(default_factory=dict)  # per-id note (matched entity)
-
-
-@dataclass
-class _Fused:
-    info: RankInfo
-    score: float = 0.0
-    lists: dict[str, dict[str, float]] = field(default_factory=dict)
-    via: str | None = None
 
 
 class Retriever:
@@ -153,23 +147,25 @@ class Retriever:
         if vector_side is not None:
             qv, candidates = vector_side.result()
             lists.append(candidates)
-        fused = self._fuse(lists, req, qv)
+        records: dict[str, MemoryRecord] = {}
+        fused = self._fuse(lists, req, qv, terms, records)
         if self.cfg.neighbour_weight > 0 and req.mode != "vector":
             # Smoothing needs BM25's sharp scores; cosine alone is too flat (measured: ADR 0005).
             self._smooth(fused, req)
-        hits = self._materialise(self._rank(fused, req)[: req.limit], req.namespace)
+        hits = self._materialise(self._rank(fused, req)[: req.limit], req.namespace, records)
         if req.depth > 0:
             hits = hits + self._neighbours(hits, req)
         return self._with_matched_terms(hits, terms, lists)
 
     def _fuse(
-        self, lists: list[Candidates], req: RecallRequest, qv: npt.NDArray[np.float32] | None
-    ) -> dict[str, _Fused]:
-        fused: dict[str, _Fused] = {}
+        self, lists: list[Candidates], req: RecallRequest, qv: npt.NDArray[np.float32] | None,
+        terms: Sequence[str], records: dict[str, MemoryRecord],
+    ) -> dict[str, Fused]:
+        fused: dict[str, Fused] = {}
         active = [c for c in lists if c.items]
         for c in active:
             for rank, (cand, raw) in enumerate(c.items, start=1):
-                f = fused.setdefault(cand.id, _Fused(cand))
+                f = fused.setdefault(cand.id, Fused(cand))
                 f.lists[c.name] = {"rank": rank, c.measure: round(raw, 6)}
                 if c.via:
                     f.via = c.via
@@ -181,37 +177,28 @@ class Retriever:
             for f in fused.values():
                 raw = f.lists[active[0].name][active[0].measure]
                 f.score = (raw + 1) / 2 if active[0].measure == "cosine" else raw
+        elif self.cfg.fusion == "calibrated":
+            fusion.calibrated(fused, self.cfg, self._term_sets(req, lists, terms, records))
         elif self.cfg.fusion == "weighted":
-            self._weighted(fused)
+            fusion.weighted(fused, self.cfg)
         else:
-            self._rrf(fused)
+            fusion.rrf(fused, self.cfg)
         return fused
 
-    def _rrf(self, fused: dict[str, _Fused]) -> None:
-        k, weights = self.cfg.rrf_k, self.cfg.list_weights
-        for f in fused.values():
-            f.score = sum(
-                weights.get(name, 1.0) / (k + info["rank"])
-                for name, info in f.lists.items()
-                if "rank" in info
-            )
+    def _term_sets(
+        self, req: RecallRequest, lists: Sequence[Candidates], terms: Sequence[str],
+        records: dict[str, MemoryRecord],
+    ) -> dict[str, frozenset[str]]:
+        """The query words each BM25 candidate contains (for calibrated fusion's ties). The
+        records read here are kept in ``records`` for the hits that are returned."""
+        kw = next((c for c in lists if c.name == "keyword" and c.measure == "bm25"), None)
+        if kw is None or not kw.items or self.cfg.keyword_tie <= 0:
+            return {}
+        ids = [info.id for info, _ in kw.items]
+        records.update((r.id, r) for r in self.store.get_many(req.namespace, ids))
+        return fusion.matched_terms([records[i] for i in ids if i in records], terms)
 
-    def _weighted(self, fused: dict[str, _Fused]) -> None:
-        top = max(
-            (f.lists.get("keyword", {}).get("bm25", 0.0) for f in fused.values()), default=0.0
-        )
-        top_ent = max(
-            (f.lists.get("entity", {}).get("entities", 0.0) for f in fused.values()), default=0.0
-        )
-        for f in fused.values():
-            text = f.lists.get("keyword", {}).get("bm25", 0.0) / top if top > 0 else 0.0
-            cos = f.lists.get("vector", {}).get("cosine")
-            vec = (cos + 1) / 2 if cos is not None else 0.0  # 000: no embedding -> 0
-            ent = f.lists.get("entity", {}).get("entities", 0.0) / top_ent if top_ent else 0.0
-            f.score = (self.cfg.text_weight * text + self.cfg.vector_weight * vec
-                       + self.cfg.entity_weight * ent)
-
-    def _smooth(self, fused: dict[str, _Fused], req: RecallRequest) -> None:
+    def _smooth(self, fused: dict[str, Fused], req: RecallRequest) -> None:
         """Adjacent turns of a dialogue support each other: each candidate gains
         ``neighbour_weight`` × the fused score of its sequence-linked candidates."""
         base = {m: f.score for m, f in fused.items()}
@@ -224,7 +211,7 @@ class Retriever:
                 f.score += self.cfg.neighbour_weight * support
 
     def _rank(
-        self, fused: dict[str, _Fused], req: RecallRequest
+        self, fused: dict[str, Fused], req: RecallRequest
     ) -> list[tuple[str, float, Explanation]]:
         boosts = self._co_recall_boosts(fused, req) if self.cfg.co_recall else {}
         ranked = []
@@ -239,12 +226,14 @@ class Retriever:
         return ranked
 
     def _materialise(
-        self, ranked: list[tuple[str, float, Explanation]], namespace: str
+        self, ranked: list[tuple[str, float, Explanation]], namespace: str,
+        known: dict[str, MemoryRecord],
     ) -> list[Hit]:
-        records = {r.id: r for r in self.store.get_many(namespace, [m for m, _, _ in ranked])}
+        missing = [m for m, _, _ in ranked if m not in known]
+        records = {**known, **{r.id: r for r in self.store.get_many(namespace, missing)}}
         return [Hit(records[m], s, e) for m, s, e in ranked if m in records]
 
-    def _co_recall_boosts(self, fused: dict[str, _Fused], req: RecallRequest) -> dict[str, float]:
+    def _co_recall_boosts(self, fused: dict[str, Fused], req: RecallRequest) -> dict[str, float]:
         """003 v2: memories often recalled together lift each other, boundedly."""
         top = sorted(fused, key=lambda m: -fused[m].score)[: req.limit * 2]
         links = self.store.links(req.namespace, top)

@@ -106,6 +106,14 @@ class RecallSettings(BaseModel):
     # Keyword candidates holding the same query words within this share of the best of them
     # score as that best: their BM25 differences are document length (ADR 0011). 0 = off.
     keyword_tie: float = 0.2
+    # The relevance floor (search/floor.py, ADR 0011): a recall whose candidates show no sign
+    # of relevance returns nothing. Cosines are the (centred) cosines recall explains.
+    relevance_floor: bool = True
+    floor_cosine: float = 0.45  # hybrid: a candidate this similar is relevant by itself
+    floor_keyword_share: float = 0.34  # hybrid: ... or holding this share of the query's words
+    floor_keyword_cosine: float = 0.25  # hybrid: ... or holding a query word at this cosine
+    floor_vector_cosine: float = 0.3  # vector mode: the best candidate's cosine at least this
+    floor_candidate_cosine: float = 0.15  # found by similarity alone: dropped below this
     text_weight: float = 0.4  # weighted mode, as 000 (ADR 0004, ADR 0007)
     vector_weight: float = 0.6  # weighted mode, as 000 (ADR 0004, ADR 0007)
     score_weight: float = 0.2  # 003: exp(score * 0.2)

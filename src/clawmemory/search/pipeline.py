@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from clawmemory.config import RecallSettings
 from clawmemory.model import Explanation, Filter, Hit, MemoryRecord
 from clawmemory.search import fusion
+from clawmemory.search.floor import apply_floor
 from clawmemory.search.fusion import Fused
 from clawmemory.search.ranking import factors
 from clawmemory.search.sanitize import content_terms, like_tokens, sanitize_terms
@@ -144,11 +145,13 @@ class Retriever:
             lists.append(kw)
         if req.mode == "hybrid" and self.entity_search is not None:
             lists.append(self.entity(req, pool))
+        records: dict[str, MemoryRecord] = {}
+        term_sets = self._term_sets(req, lists, terms, records) if req.mode == "hybrid" else {}
         if vector_side is not None:
             qv, candidates = vector_side.result()
             lists.append(candidates)
-        records: dict[str, MemoryRecord] = {}
-        fused = self._fuse(lists, req, qv, terms, records)
+        fused = apply_floor(self._fuse(lists, req, qv, term_sets), req.mode, self.cfg,
+                            len(terms), term_sets)
         if self.cfg.neighbour_weight > 0 and req.mode != "vector":
             # Smoothing needs BM25's sharp scores; cosine alone is too flat (measured: ADR 0005).
             self._smooth(fused, req)
@@ -159,7 +162,7 @@ class Retriever:
 
     def _fuse(
         self, lists: list[Candidates], req: RecallRequest, qv: npt.NDArray[np.float32] | None,
-        terms: Sequence[str], records: dict[str, MemoryRecord],
+        term_sets: dict[str, frozenset[str]],
     ) -> dict[str, Fused]:
         fused: dict[str, Fused] = {}
         active = [c for c in lists if c.items]
@@ -178,7 +181,7 @@ class Retriever:
                 raw = f.lists[active[0].name][active[0].measure]
                 f.score = (raw + 1) / 2 if active[0].measure == "cosine" else raw
         elif self.cfg.fusion == "calibrated":
-            fusion.calibrated(fused, self.cfg, self._term_sets(req, lists, terms, records))
+            fusion.calibrated(fused, self.cfg, term_sets)
         elif self.cfg.fusion == "weighted":
             fusion.weighted(fused, self.cfg)
         else:
@@ -189,10 +192,10 @@ class Retriever:
         self, req: RecallRequest, lists: Sequence[Candidates], terms: Sequence[str],
         records: dict[str, MemoryRecord],
     ) -> dict[str, frozenset[str]]:
-        """The query words each BM25 candidate contains (for calibrated fusion's ties). The
-        records read here are kept in ``records`` for the hits that are returned."""
+        """The query words each BM25 candidate contains (for calibrated fusion's ties and the
+        relevance floor). The records read here are kept in ``records`` for the hits."""
         kw = next((c for c in lists if c.name == "keyword" and c.measure == "bm25"), None)
-        if kw is None or not kw.items or self.cfg.keyword_tie <= 0:
+        if kw is None or not kw.items:
             return {}
         ids = [info.id for info, _ in kw.items]
         records.update((r.id, r) for r in self.store.get_many(req.namespace, ids))

@@ -1,0 +1,63 @@
+"""The relevance floor: a recall that finds nothing relevant returns nothing.
+
+Ranking orders candidates; it never says that none of them is wanted. Without a floor, a
+vector search always returns its nearest neighbours, however far ("banana bread recipe"
+returned all five memories of a store about work). The floor asks, per mode, whether the
+recall's candidates hold any evidence of relevance (ADR 0011 has the calibration):
+
+* ``keyword``: a BM25 match is evidence (003: a memory holding a query word is a hit), so
+  keyword mode has no further floor;
+* ``vector``: some candidate's cosine is at least ``floor_vector_cosine``;
+* ``hybrid``: some candidate is linked to an entity the query names, or has cosine
+  ``floor_cosine``, or holds ``floor_keyword_share`` of the query's words, or holds a query
+  word and has cosine ``floor_keyword_cosine``.
+
+When the recall passes, candidates found by similarity alone (no query word, no entity) with a
+cosine below ``floor_candidate_cosine`` are dropped: they are the far neighbours every vector
+search returns. ``recall.relevance_floor = false`` turns all of it off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from clawmemory.config import RecallSettings
+from clawmemory.search.fusion import Fused
+
+__all__ = ["apply_floor"]
+
+
+def apply_floor(
+    fused: dict[str, Fused], mode: str, cfg: RecallSettings, n_terms: int,
+    term_sets: Mapping[str, frozenset[str]],
+) -> dict[str, Fused]:
+    """``fused`` without what the floor removes: everything when nothing is relevant."""
+    if not cfg.relevance_floor or mode == "keyword" or not fused:
+        return fused
+    if not any(_evidence(f, mode, cfg, n_terms, term_sets.get(m)) for m, f in fused.items()):
+        return {}
+    return {m: f for m, f in fused.items()
+            if "keyword" in f.lists or "entity" in f.lists
+            or _cosine(f) >= cfg.floor_candidate_cosine}
+
+
+def _cosine(f: Fused) -> float:
+    return f.lists.get("vector", {}).get("cosine", -1.0)
+
+
+def _evidence(
+    f: Fused, mode: str, cfg: RecallSettings, n_terms: int, words: frozenset[str] | None
+) -> bool:
+    cos = _cosine(f)
+    if mode == "vector":
+        return cos >= cfg.floor_vector_cosine
+    if "entity" in f.lists or cos >= cfg.floor_cosine:
+        return True
+    kw = f.lists.get("keyword")
+    if kw is None:
+        return False
+    if words is not None:
+        share = len(words) / n_terms if n_terms else 0.0
+    else:  # the substring fallback counts the query words it found
+        share = kw.get("tokens_found", 0.0) / n_terms if n_terms else 0.0
+    return share >= cfg.floor_keyword_share or cos >= cfg.floor_keyword_cosine

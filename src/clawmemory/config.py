@@ -114,6 +114,11 @@ class RecallSettings(BaseModel):
     floor_keyword_cosine: float = 0.25  # hybrid: ... or holding a query word at this cosine
     floor_vector_cosine: float = 0.3  # vector mode: the best candidate's cosine at least this
     floor_candidate_cosine: float = 0.15  # found by similarity alone: dropped below this
+    floor_plain_cosine: float = 0.25  # the first two, where cosines are plain (small namespace)
+    floor_plain_candidate: float = 0.1  # the last two, where cosines are plain
+    # Recall's access counts are written by a background thread this long after the first
+    # queued one (search/access.py); 0 writes them in the request path.
+    touch_delay_s: float = Field(default=1.0, ge=0)
     text_weight: float = 0.4  # weighted mode, as 000 (ADR 0004, ADR 0007)
     vector_weight: float = 0.6  # weighted mode, as 000 (ADR 0004, ADR 0007)
     score_weight: float = 0.2  # 003: exp(score * 0.2)

@@ -136,7 +136,19 @@ class Memory(PortabilityMixin):
         )
 
     def close(self) -> None:
+        from clawmemory.search.access import close_tracker
+
+        close_tracker(self.store_backend)  # queued access counts first (search/access.py)
         self.store_backend.close()
+
+    def flush(self) -> None:
+        """Write queued access counts now. Recalls queue them and a background thread writes
+        them within ``recall.touch_delay_s``; ``close()`` and every read of stored records
+        (get, list, count, history, neighbors, stats, maintenance) flush first, so what a
+        recall counted is always what the next read sees."""
+        from clawmemory.search.access import settle
+
+        settle(self.store_backend)
 
     def __enter__(self) -> Memory:
         return self
@@ -321,6 +333,7 @@ class Memory(PortabilityMixin):
 
     def get(self, id_or_key: str) -> MemoryRecord:
         """The memory with this id or key; raises NotFoundError."""
+        self.flush()
         record = self.store_backend.get(self.namespace, str(id_or_key))
         if record is None:
             raise NotFoundError(
@@ -512,6 +525,7 @@ class Memory(PortabilityMixin):
         offset: int = 0,
         order: str = "newest",
     ) -> builtins.list[MemoryRecord]:
+        self.flush()
         if order not in ORDERS:
             raise InvalidInputError(f"order must be one of {', '.join(ORDERS)}")
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
@@ -539,6 +553,7 @@ class Memory(PortabilityMixin):
         include_invalid: bool = False,
         **filters: Any,
     ) -> int:
+        self.flush()
         for name, check in (("tags", check_tags), ("metadata", check_metadata)):
             if name in filters:
                 filters[name] = check(filters[name])
@@ -647,9 +662,13 @@ class Memory(PortabilityMixin):
         return [tuple(h) for h in index.search(namespace, names, limit)] if names else []
 
     def _after_recall(self, hits: Sequence[Hit], now: float) -> None:
-        """Side effects of a recall: access bookkeeping and (003 v2) co-recall links."""
+        """Side effects of a recall: access bookkeeping (queued for a background write, see
+        search/access.py) and (003 v2) co-recall links."""
+        from clawmemory.search.access import tracker_for
+
         ids = [h.memory.id for h in hits]
-        self.store_backend.touch(self.namespace, ids, now)
+        tracker_for(self.store_backend, self.settings.recall.touch_delay_s).record(
+            self.namespace, ids, now)
         if self.settings.recall.co_recall:
             top = ids[:5]
             inc = self.settings.recall.co_recall_increment
@@ -704,6 +723,7 @@ class Memory(PortabilityMixin):
 
     # --- introspection -------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
+        self.flush()
         s = self.store_backend.stats(self.namespace)
         return {
             "backend": s.backend,

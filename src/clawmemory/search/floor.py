@@ -15,11 +15,18 @@ recall's candidates hold any evidence of relevance (ADR 0011 has the calibration
 When the recall passes, candidates found by similarity alone (no query word, no entity) with a
 cosine below ``floor_candidate_cosine`` are dropped: they are the far neighbours every vector
 search returns. ``recall.relevance_floor = false`` turns all of it off.
+
+Those cosines are centred (ADR 0007), which spreads them wider than plain cosines. A namespace
+with fewer than ``centre_min_rows`` vectors has plain cosines; there ``floor_plain_cosine``
+replaces the first two thresholds and ``floor_plain_candidate`` the last two (measured on the
+packaged MiniLM: an off-topic question's best plain cosine against a handful of memories is
+0.06 (median) to 0.23 (worst of 100); a paraphrased question and its fact 0.55 to 0.75).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from clawmemory.config import RecallSettings
 from clawmemory.search.fusion import Fused
@@ -27,18 +34,35 @@ from clawmemory.search.fusion import Fused
 __all__ = ["apply_floor"]
 
 
+@dataclass(frozen=True, slots=True)
+class _Thresholds:
+    alone: float  # hybrid: relevant by similarity alone
+    vector: float  # vector mode: the best candidate
+    with_word: float  # hybrid: holding a query word and this similar
+    candidate: float  # found by similarity alone: kept from here
+
+
+def _thresholds(cfg: RecallSettings, centred: bool) -> _Thresholds:
+    if centred:
+        return _Thresholds(cfg.floor_cosine, cfg.floor_vector_cosine, cfg.floor_keyword_cosine,
+                           cfg.floor_candidate_cosine)
+    return _Thresholds(cfg.floor_plain_cosine, cfg.floor_plain_cosine,
+                       cfg.floor_plain_candidate, cfg.floor_plain_candidate)
+
+
 def apply_floor(
     fused: dict[str, Fused], mode: str, cfg: RecallSettings, n_terms: int,
-    term_sets: Mapping[str, frozenset[str]],
+    term_sets: Mapping[str, frozenset[str]], *, centred: bool,
 ) -> dict[str, Fused]:
-    """``fused`` without what the floor removes: everything when nothing is relevant."""
+    """``fused`` without what the floor removes: everything when nothing is relevant.
+    ``centred``: the cosines are centred ones (the namespace has a centre)."""
     if not cfg.relevance_floor or mode == "keyword" or not fused:
         return fused
-    if not any(_evidence(f, mode, cfg, n_terms, term_sets.get(m)) for m, f in fused.items()):
+    t = _thresholds(cfg, centred)
+    if not any(_evidence(f, mode, t, cfg, n_terms, term_sets.get(m)) for m, f in fused.items()):
         return {}
     return {m: f for m, f in fused.items()
-            if "keyword" in f.lists or "entity" in f.lists
-            or _cosine(f) >= cfg.floor_candidate_cosine}
+            if "keyword" in f.lists or "entity" in f.lists or _cosine(f) >= t.candidate}
 
 
 def _cosine(f: Fused) -> float:
@@ -46,12 +70,13 @@ def _cosine(f: Fused) -> float:
 
 
 def _evidence(
-    f: Fused, mode: str, cfg: RecallSettings, n_terms: int, words: frozenset[str] | None
+    f: Fused, mode: str, t: _Thresholds, cfg: RecallSettings, n_terms: int,
+    words: frozenset[str] | None,
 ) -> bool:
     cos = _cosine(f)
     if mode == "vector":
-        return cos >= cfg.floor_vector_cosine
-    if "entity" in f.lists or cos >= cfg.floor_cosine:
+        return cos >= t.vector
+    if "entity" in f.lists or cos >= t.alone:
         return True
     kw = f.lists.get("keyword")
     if kw is None:
@@ -60,4 +85,4 @@ def _evidence(
         share = len(words) / n_terms if n_terms else 0.0
     else:  # the substring fallback counts the query words it found
         share = kw.get("tokens_found", 0.0) / n_terms if n_terms else 0.0
-    return share >= cfg.floor_keyword_share or cos >= cfg.floor_keyword_cosine
+    return share >= cfg.floor_keyword_share or cos >= t.with_word

@@ -151,7 +151,7 @@ class Retriever:
             qv, candidates = vector_side.result()
             lists.append(candidates)
         fused = apply_floor(self._fuse(lists, req, qv, term_sets), req.mode, self.cfg,
-                            len(terms), term_sets)
+                            len(terms), term_sets, centred=self._centred(req))
         if self.cfg.neighbour_weight > 0 and req.mode != "vector":
             # Smoothing needs BM25's sharp scores; cosine alone is too flat (measured: ADR 0005).
             self._smooth(fused, req)
@@ -159,6 +159,11 @@ class Retriever:
         if req.depth > 0:
             hits = hits + self._neighbours(hits, req)
         return self._with_matched_terms(hits, terms, lists)
+
+    def _centred(self, req: RecallRequest) -> bool:
+        """Whether this namespace's cosines are centred ones (vectors/matrix.py)."""
+        n = self.cfg.centre_min_rows
+        return bool(n) and self.vectors is not None and self.vectors.count(req.namespace) >= n
 
     def _fuse(
         self, lists: list[Candidates], req: RecallRequest, qv: npt.NDArray[np.float32] | None,

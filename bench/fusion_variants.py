@@ -61,6 +61,7 @@ class Lists:
     bm25_res: F  # BM25 of the query without the words of the entity names it matched
     ent_terms: int  # query words covered by matched entity names
     termset: list[frozenset[str]]  # the query words each candidate contains (stemmed)
+    n_terms: int = 0  # the query's content words
 
 
 def capture(corpus: Corpus, every: int = 1) -> list[Lists]:
@@ -105,7 +106,7 @@ def capture(corpus: Corpus, every: int = 1) -> list[Lists]:
             sets[r.id] = frozenset(t for t, tt in terms.items() if tt and tt <= stems)
         out.append(Lists(bm25, cos, in_vec, e, np.array(pairs, dtype=np.int64).reshape(-1, 2),
                          gold, len(q.gold), q.category, res, covered,
-                         [sets.get(i, frozenset()) for i in ids]))
+                         [sets.get(i, frozenset()) for i in ids], len(terms)))
     return out
 
 

@@ -260,7 +260,8 @@ def _strip_starters(run: list[_Tok], lower_seen: frozenset[str]) -> list[_Tok]:
         if (low in BINDING and nxt is not None and nxt.kind is _Kind.NAME
                 and nxt.word.casefold() not in STARTERS):
             break
-        if tok.kind is _Kind.NAME and (low in STARTERS or low in lower_seen):
+        if tok.kind is _Kind.NAME and (low in STARTERS or low in lower_seen
+                                       or GERUND.match(tok.word)):
             i += 1
             continue
         break

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import math
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -79,6 +80,9 @@ class Retriever:
         self.vectors = vectors
         self.embed_query = embed_query
         self.entity_search = entity_search
+        # Milliseconds per stage of the last recall (embed, vector, keyword, entity, fusion):
+        # for bench/speed.py and profiling; the vector side runs beside keyword and entity.
+        self.stages: dict[str, float] = {}
 
     # --- candidate lists -----------------------------------------------------------------------
     def keyword(self, req: RecallRequest, pool: int) -> tuple[Candidates, list[str]]:
@@ -114,8 +118,12 @@ class Retriever:
 
     def _vector_side(self, req: RecallRequest, pool: int) -> tuple[Any, Candidates]:
         assert self.embed_query is not None
+        t = time.perf_counter()
         qv = self.embed_query(req.query)
-        return qv, self.vector(req, qv, pool)
+        t1 = time.perf_counter()
+        found = self.vector(req, qv, pool)
+        self.stages["embed"], self.stages["vector"] = _ms(t, t1), _ms(t1, time.perf_counter())
+        return qv, found
 
     def entity(self, req: RecallRequest, pool: int) -> Candidates:
         assert self.entity_search is not None
@@ -140,16 +148,24 @@ class Retriever:
             # The query embedding and the matrix product release the GIL, as do SQLite's
             # queries: on two cores the vector side overlaps the keyword and entity lists.
             vector_side = _executor().submit(self._vector_side, req, pool)
+        t = time.perf_counter()
         if req.mode in ("keyword", "hybrid"):
             kw, terms = self.keyword(req, pool)
             lists.append(kw)
+        t1 = time.perf_counter()
         if req.mode == "hybrid" and self.entity_search is not None:
             lists.append(self.entity(req, pool))
+        self.stages.update(keyword=_ms(t, t1), entity=_ms(t1, time.perf_counter()))
         records: dict[str, MemoryRecord] = {}
+        t = time.perf_counter()
         term_sets = self._term_sets(req, lists, terms, records) if req.mode == "hybrid" else {}
+        self.stages["fusion"] = _ms(t, time.perf_counter())  # the term sets are fusion's input
+        t = time.perf_counter()
         if vector_side is not None:
             qv, candidates = vector_side.result()
             lists.append(candidates)
+        t1 = time.perf_counter()
+        self.stages["wait"] = _ms(t, t1)  # what the vector side added after the other lists
         fused = apply_floor(self._fuse(lists, req, qv, term_sets), req.mode, self.cfg,
                             len(terms), term_sets, centred=self._centred(req))
         if self.cfg.neighbour_weight > 0 and req.mode != "vector":
@@ -158,7 +174,9 @@ class Retriever:
         hits = self._materialise(self._rank(fused, req)[: req.limit], req.namespace, records)
         if req.depth > 0:
             hits = hits + self._neighbours(hits, req)
-        return self._with_matched_terms(hits, terms, lists)
+        out = self._with_matched_terms(hits, terms, lists)
+        self.stages["fusion"] += _ms(t1, time.perf_counter())
+        return out
 
     def _centred(self, req: RecallRequest) -> bool:
         """Whether this namespace's cosines are centred ones (vectors/matrix.py)."""
@@ -312,6 +330,10 @@ class Retriever:
                 )
             )
         return out
+
+
+def _ms(start: float, end: float) -> float:
+    return 1000 * (end - start)
 
 
 @functools.cache

@@ -157,29 +157,6 @@ def shipped(x: Lists, wt: float = 0.4, wv: float = 0.6, we: float = 0.0) -> F:
     return smooth(x, wt * text + wv * (x.cos + 1) / 2 + we * ent)
 
 
-def zscores(s: F, present: npt.NDArray[np.bool_], missing: float | None = None) -> F:
-    """Scores standardised on the list's own members; absent candidates get ``missing`` (in
-    standard deviations) or the raw value's z."""
-    vals = s[present]
-    if len(vals) < 2:
-        return np.where(present, 1.0, 0.0 if missing is None else missing)
-    mu, sd = vals.mean(), vals.std()
-    z = (s - mu) / sd if sd > 1e-9 else np.zeros_like(s)
-    return z if missing is None else np.where(present, z, missing)
-
-
-def zfused(x: Lists, wt: float = 0.5, wv: float = 0.5, we: float = 0.0,
-           miss_k: float | None = None, nb: float = 0.15, clip: float | None = None) -> F:
-    zk = zscores(x.bm25, x.bm25 > 0, miss_k)
-    zv = zscores(x.cos, x.in_vec)
-    ze = zscores(x.ent, x.ent > 0, 0.0 if we else None) if we else np.zeros_like(zk)
-    if clip is not None:
-        zk, zv = np.maximum(zk, -clip), np.maximum(zv, -clip)
-    f = wt * zk + wv * zv + we * ze
-    # smoothing needs non-negative scores: shift so the worst candidate is 0
-    return smooth(x, f - f.min(), nb)
-
-
 def minmax(s: F, present: npt.NDArray[np.bool_]) -> F:
     vals = s[present]
     if len(vals) == 0:
@@ -189,11 +166,9 @@ def minmax(s: F, present: npt.NDArray[np.bool_]) -> F:
     return np.where(present, out, 0.0)
 
 
-def mmfused(x: Lists, wt: float = 0.4, wv: float = 0.6, we: float = 0.0, nb: float = 0.15) -> F:
+def mmfused(x: Lists, wt: float = 0.4, wv: float = 0.6) -> F:
     k = x.bm25 / x.bm25.max() if x.bm25.max() > 0 else x.bm25
-    v = minmax(x.cos, np.ones_like(x.in_vec))
-    e = x.ent / x.ent.max() if x.ent.max() > 0 else x.ent
-    return smooth(x, wt * k + wv * v + we * e, nb)
+    return smooth(x, wt * k + wv * minmax(x.cos, np.ones_like(x.in_vec)))
 
 
 def rrf(x: Lists, k: float = 60, wt: float = 1, wv: float = 1, we: float = 0.5) -> F:
@@ -206,20 +181,69 @@ def rrf(x: Lists, k: float = 60, wt: float = 1, wv: float = 1, we: float = 0.5) 
             + we * ranks(x.ent, x.ent > 0))
 
 
+def standardised(s: F, present: npt.NDArray[np.bool_], floor: float | None) -> F:
+    """search/fusion.py's z-scores: over the list's members, floored at -floor."""
+    vals = s[present]
+    if len(vals) < 2 or vals.std() < 1e-9:
+        return np.where(present, 1.0, -(floor or 0.0))
+    z = (s - vals.mean()) / vals.std()
+    return z if floor is None else np.maximum(z, -floor)
+
+
+def tied(x: Lists, tie: float) -> F:
+    """BM25 of candidates with the same query words within ``tie`` of the best of them, raised
+    to that best (search/fusion.py)."""
+    best: dict[frozenset[str], float] = {}
+    for i, words in enumerate(x.termset):
+        if x.bm25[i] > 0:
+            best[words] = max(best.get(words, 0.0), x.bm25[i])
+    top = np.array([best.get(w, 0.0) for w in x.termset])
+    return np.where((x.bm25 > 0) & (x.bm25 >= (1 - tie) * top), top, x.bm25)
+
+
+def calibrated(x: Lists, wt: float = 0.6, wv: float = 0.4, we: float = 0.1, tie: float = 0.2,
+               bonus: float = 0.5, floor: float | None = 0.5) -> F:
+    """The default fusion (search/fusion.py), then smoothing."""
+    b = tied(x, tie) if tie else x.bm25
+    f = wt * standardised(b, b > 0, floor) + wv * standardised(x.cos, x.in_vec, floor)
+    if b.max() > 0:
+        f = f + bonus * (b == b.max())
+    if we and x.ent.max() > 0:
+        f = f + we * x.ent / x.ent.max()
+    return smooth(x, f - f.min())
+
+
 def variants() -> dict[str, Variant]:
-    v: dict[str, Variant] = {
+    return {
         "keyword only (+smoothing)": keyword_only,
         "vector only": vector_only,
-        "shipped 0.4/0.6": shipped,
-        "shipped + entity 0.1": lambda x: shipped(x, we=0.1),
+        "weighted 0.4/0.6 (shipped before)": shipped,
+        "weighted 0.4/0.6 + entity 0.1": lambda x: shipped(x, we=0.1),
         "RRF 1/1/0.5": rrf,
-        "min-max cos 0.4/0.6": mmfused,
-        "min-max cos 0.5/0.5": lambda x: mmfused(x, 0.5, 0.5),
+        "min-max cosine 0.4/0.6": mmfused,
+        "z-scores 0.5/0.5": lambda x: calibrated(x, 0.5, 0.5, 0, 0, 0, None),
+        "z-scores 0.6/0.4, floor 0.5": lambda x: calibrated(x, 0.6, 0.4, 0, 0, 0),
+        "  + same-words ties 0.2": lambda x: calibrated(x, 0.6, 0.4, 0, 0.2, 0),
+        "  + keyword top bonus 0.5": lambda x: calibrated(x, 0.6, 0.4, 0, 0.2, 0.5),
+        "  + entity 0.1 = calibrated (default)": calibrated,
+        "calibrated, ties 0.1": lambda x: calibrated(x, tie=0.1),
+        "calibrated, ties 0.3": lambda x: calibrated(x, tie=0.3),
+        "calibrated, every same-words candidate tied": lambda x: calibrated(x, tie=1.0),
+        "calibrated, weights 0.5/0.5": lambda x: calibrated(x, 0.5, 0.5),
+        "calibrated, weights 0.7/0.3": lambda x: calibrated(x, 0.7, 0.3),
+        "calibrated, no top bonus": lambda x: calibrated(x, bonus=0),
+        "calibrated, floor 1.0": lambda x: calibrated(x, floor=1.0),
+        "weighted, names left to the entity list (0.4)": without_names,
     }
-    for wt in (0.3, 0.4, 0.5):
-        for we in (0.0, 0.1, 0.2):
-            v[f"z {wt}/{1 - wt:.1f} ent {we}"] = lambda x, a=wt, b=we: zfused(x, a, 1 - a, b)
-    return v
+
+
+def without_names(x: Lists, we: float = 0.4) -> F:
+    """Tried: BM25 of the query without the words of the entity names it matched (a name
+    scored once, flat, by the entity list), weighted with min-max cosine."""
+    top = x.bm25_res.max()
+    text = x.bm25_res / top if top > 0 else x.bm25_res
+    ent = (x.ent > 0).astype(float)
+    return smooth(x, 0.4 * text + 0.6 * minmax(x.cos, np.ones_like(x.in_vec)) + we * ent)
 
 
 def evaluate(qs: Sequence[Lists], fn: Variant) -> dict[str, float]:

@@ -120,13 +120,11 @@ class Memory(PortabilityMixin):
 
         def load() -> None:
             try:
-                vectors = self.components.vectors()
-                if vectors is not None:
-                    vectors.count(self.namespace)  # reads the namespace's matrix
-                    self.components.embed_query("warm up")  # the first forward pass is slow
-                from clawmemory.store.memory import stem
-
-                stem("warming")  # imports the stemmer that keyword ties use
+                self.components.vectors()
+                # One recall that counts nothing reads the namespace's vectors and its centre,
+                # runs the model's first (slow) forward pass and compiles the NER and keyword
+                # helpers: what made the first recall after a reopen ~50 times a warm one.
+                self.recall("warming up", limit=1, touch=False)
             except Exception:
                 log.debug("warm-up failed", exc_info=True)
 

@@ -10,8 +10,8 @@ For each corpus and each mode (keyword, vector, hybrid) it prints R@1, R@5, R@10
   reciprocal rank of the first evidence turn (0 when none is in the top 25).
 
 It also measures the relevance floor: the share of *unrelated* queries that return anything
-(LoCoMo questions asked of the peers namespace and peers questions asked of LoCoMo
-conversations, plus a fixed list of off-topic questions asked of both).
+(a fixed list of off-topic questions asked of every corpus, and, across corpora, LoCoMo
+questions asked of the peers namespace and peers questions asked of LoCoMo conversations).
 
     .venv/bin/python bench/recall_quality.py --db /tmp/rq          # fills once, keeps the dbs
     .venv/bin/python bench/recall_quality.py --db /tmp/rq --corpora peers-2k \
@@ -151,14 +151,18 @@ def evaluate(corpora: Sequence[Corpus], mode: str) -> dict[str, Any]:
     return out
 
 
-def false_positives(corpora: Sequence[Corpus], mode: str) -> tuple[int, int]:
-    """(queries that returned anything, queries asked), unrelated queries only."""
-    hit = asked = 0
+def false_positives(corpora: Sequence[Corpus], mode: str) -> tuple[int, int, int, int]:
+    """Unrelated queries that returned anything: (off-topic hits, asked, cross-corpus hits,
+    asked)."""
+    off = off_n = cross = cross_n = 0
     for c in corpora:
-        for q in c.unrelated:
-            asked += 1
-            hit += bool(c.mem.recall(q, limit=5, mode=mode, touch=False))
-    return hit, asked
+        for i, q in enumerate(c.unrelated):
+            got = bool(c.mem.recall(q, limit=5, mode=mode, touch=False))
+            if i < len(OFF_TOPIC):
+                off, off_n = off + got, off_n + 1
+            else:
+                cross, cross_n = cross + got, cross_n + 1
+    return off, off_n, cross, cross_n
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -194,19 +198,21 @@ def main(argv: list[str] | None = None) -> int:
     console = Console(width=170)
     results: dict[str, dict[str, Any]] = {}
     t = Table(title="Recall quality per mode (" + (", ".join(args.overrides) or "defaults") + ")")
-    for col in ["corpus", "mode", *(f"R@{k}" for k in KS), "MRR", "p50 ms", "unrelated → hits",
+    for col in ["corpus", "mode", *(f"R@{k}" for k in KS), "MRR", "p50 ms", "off-topic → hits",
+                "cross-corpus → hits",
                 *(f"{c} @10" for c in CATEGORIES.values())]:
         t.add_column(col, justify="left" if col in ("corpus", "mode") else "right")
     for name, cs in groups.items():
         for mode in modes:
             r = evaluate(cs, mode)
-            fp = (0, 0) if args.no_fp else false_positives(cs, mode)
+            fp = (0, 0, 0, 0) if args.no_fp else false_positives(cs, mode)
             r["fp"] = fp
             results[f"{name}/{mode}"] = r
             cats = [f"{r['by_cat'][c]:.3f}" if c in r["by_cat"] else "" for c in
                     CATEGORIES.values()]
             t.add_row(name, mode, *(f"{r[f'R@{k}']:.3f}" for k in KS), f"{r['MRR']:.3f}",
-                      f"{r['p50']:.1f}", f"{fp[0]}/{fp[1]}" if fp[1] else "", *cats)
+                      f"{r['p50']:.1f}", f"{fp[0]}/{fp[1]}" if fp[1] else "",
+                      f"{fp[2]}/{fp[3]}" if fp[3] else "", *cats)
     console.print(t)
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(results, indent=1))

@@ -10,7 +10,8 @@ recall's candidates hold any evidence of relevance (ADR 0011 has the calibration
 * ``vector``: some candidate's cosine is at least ``floor_vector_cosine``;
 * ``hybrid``: some candidate is linked to an entity the query names, or has cosine
   ``floor_cosine``, or holds ``floor_keyword_share`` of the query's words, or holds a query
-  word and has cosine ``floor_keyword_cosine``.
+  word and has cosine ``floor_keyword_cosine`` (BM25 matches only: what the substring
+  fallback finds when the index matched none of the query's words is no evidence).
 
 When the recall passes, candidates found by similarity alone (no query word, no entity) with a
 cosine below ``floor_candidate_cosine`` are dropped: they are the far neighbours every vector
@@ -79,10 +80,9 @@ def _evidence(
     if "entity" in f.lists or cos >= t.alone:
         return True
     kw = f.lists.get("keyword")
-    if kw is None:
+    if kw is None or "bm25" not in kw:
+        # The substring fallback runs when the index found none of the query's words; what
+        # it finds then are fragments and function words ("what", "of"): no evidence.
         return False
-    if words is not None:
-        share = len(words) / n_terms if n_terms else 0.0
-    else:  # the substring fallback counts the query words it found
-        share = kw.get("tokens_found", 0.0) / n_terms if n_terms else 0.0
+    share = len(words) / n_terms if words is not None and n_terms else 0.0
     return share >= cfg.floor_keyword_share or cos >= t.with_word

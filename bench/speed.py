@@ -11,6 +11,10 @@ Rows:
 * hybrid recall p50/p95 at N, and the query embedding time alone (same queries, model loaded).
   Stored vectors at 100k/1M are random unit vectors: search cost does not depend on their
   values, and embedding 100k texts with MiniLM on 2 cores would take most of an hour;
+* hybrid recall stage by stage at N, in the default configuration (entities on, calibrated
+  fusion, relevance floor): embed, keyword, vector, entity, fusion (term sets, fusion, floor,
+  smoothing, ranking, reading the hits) and touch (queuing the access counts; what writing them
+  in the request path used to cost is shown beside it);
 * ingest with embeddings vs the model's raw batch throughput on the same texts, same run;
 * observe (004 hot path) at N: ``observe()`` one turn at a time into the database holding N
   memories, with fast NER and the real model embedding in the background worker (ADR 0008);
@@ -130,8 +134,7 @@ def size_rows(args: argparse.Namespace, corpus: Corpus, real_embedder: Any) -> l
     rows = []
     folder = Path(tempfile.mkdtemp(prefix="clawmem-speed-"))
     embedder = RandomVectors(real_embedder) if real_embedder is not None else None
-    settings = Settings(db=folder / "speed.db")
-    settings.entities.enabled = False  # NER cost is measured in the observe row
+    settings = Settings(db=folder / "speed.db")  # the default configuration: entities on
     mem = Memory.open(settings=settings, embedder=embedder)
     have = 0
     queries = corpus.queries(args.queries)
@@ -145,6 +148,7 @@ def size_rows(args: argparse.Namespace, corpus: Corpus, real_embedder: Any) -> l
         if embedder is not None:
             row += hybrid_cells(mem, raw_query, queries, size)
             row += observe_cells(settings, corpus, real_embedder, size)
+            STAGE_ROWS.append([f"{size:,}", *stage_cells(mem, queries, size)])
         rows.append(row)
         console.print(f"  measured {size:,}")
     mem.close()
@@ -181,6 +185,51 @@ def hybrid_cells(mem: Memory, raw_query: Any, queries: list[str], size: int) -> 
     h50, h95 = pct(hyb)
     extra = statistics.median(1000 * (h - e) for h, e in zip(hyb, emb, strict=True))
     return [f"{e50:.2f}", f"{h50:.2f}", f"{h95:.2f}", f"{extra:.2f}"]
+
+
+# --- recall stage by stage (default configuration) -------------------------------------------
+STAGES = ("embed", "keyword", "vector", "entity", "fusion")
+STAGE_ROWS: list[list[str]] = []
+
+
+def stage_cells(mem: Memory, queries: list[str], size: int) -> list[str]:
+    """Median milliseconds of each stage of a hybrid recall, as ``Memory.recall`` runs it (its
+    Retriever records them), then the access bookkeeping: queuing the touch (what the request
+    path pays now) and writing it at once (what it paid before), interleaved per query."""
+    from clawmemory.model import Filter
+    from clawmemory.search.access import tracker_for
+    from clawmemory.search.pipeline import RecallRequest
+
+    tracker = tracker_for(mem.store_backend, mem.settings.recall.touch_delay_s)
+    got: dict[str, list[float]] = {k: [] for k in (*STAGES, "recall", "queued", "written")}
+    for q in queries:
+        retriever = mem._retriever()
+        req = RecallRequest(mem.namespace, f"{q} s{size}", mem.settings.recall.limit,
+                            Filter.build(), time.time(), "hybrid")
+        t = time.perf_counter()
+        hits = retriever.recall(req)
+        got["recall"].append(1000 * (time.perf_counter() - t))
+        for k in STAGES:
+            got[k].append(retriever.stages.get(k, 0.0))
+        ids = [h.memory.id for h in hits]
+        t = time.perf_counter()
+        tracker.record(mem.namespace, ids, time.time())
+        got["queued"].append(1000 * (time.perf_counter() - t))
+        t = time.perf_counter()
+        mem.store_backend.touch(mem.namespace, ids, time.time())
+        got["written"].append(1000 * (time.perf_counter() - t))
+    mem.flush()
+    return [f"{statistics.median(got[k]):.2f}" for k in (*STAGES, "queued", "written", "recall")]
+
+
+def stage_table() -> Table:
+    t = Table(title="Hybrid recall by stage, default configuration (median ms; the vector side"
+              " (embed + vector) runs beside keyword + entity)")
+    for col in ["memories", *STAGES, "touch (queued)", "touch (written at once)", "recall"]:
+        t.add_column(col, justify="right")
+    for row in STAGE_ROWS:
+        t.add_row(*row)
+    return t
 
 
 def million_row(dim: int, k: int = 25) -> list[str]:
@@ -278,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
 
         real = make_embedder("local")
         real.embed_query("warm up")  # type: ignore[union-attr]
-    t = Table(title="Store and recall (ms; bulk/s = filling with vectors, entities off)")
+    t = Table(title="Store and recall (ms; bulk/s = filling with vectors and entities)")
     for col in ["memories", "bulk/s", "store p50", "store p95", "keyword p50", "keyword p95"]:
         t.add_column(col, justify="right")
     if real is not None:
@@ -288,6 +337,8 @@ def main(argv: list[str] | None = None) -> int:
     for row in size_rows(args, corpus, real):
         t.add_row(*row)
     console.print(t)
+    if STAGE_ROWS:
+        console.print(stage_table())
     tb = Table(title="Bulk import, no embedder (memories/s)")
     tb.add_column("store_many", justify="right")
     tb.add_column("store_many + entity extraction", justify="right")

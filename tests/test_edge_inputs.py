@@ -159,7 +159,7 @@ def test_tool_calls_refuse_huge_offsets_as_tool_errors(mem: Memory) -> None:
     ({"storage": {"busy_timeout_ms": -1}},
      "invalid setting storage.busy_timeout_ms: Input should be greater than or equal to 0"),
     ({"recall": {"fusion": "bogus"}},
-     "invalid setting recall.fusion: Input should be 'weighted' or 'rrf'"),
+     "invalid setting recall.fusion: Input should be 'calibrated', 'weighted' or 'rrf'"),
     ({"recall": {"mode": "fast"}}, "invalid setting recall.mode: Input should be 'auto', "
      "'keyword', 'vector' or 'hybrid'"),
     ({"recall": {"link_decay": math.nan}},
@@ -185,8 +185,10 @@ def test_bad_settings_are_config_errors(values: dict[str, Any], message: str) ->
      'recall.recency_half_life_s'),
     ({"recency": "half-life"}, 'recency = "half-life" needs recency_half_life_s > 0'),
     ({"recency": "none", "recency_per_day": 0.5}, 'recency_per_day is set but has no effect'),
-    ({"rrf_k": 30}, 'rrf_k is set but has no effect because recall.fusion is "weighted"; set '
-     'recall.fusion = "rrf" to use it, or remove recall.rrf_k'),
+    ({"rrf_k": 30}, 'rrf_k is set but has no effect because recall.fusion is "calibrated"; '
+     'set recall.fusion = "rrf" to use it, or remove recall.rrf_k'),
+    ({"fusion": "weighted", "keyword_tie": 0.1}, 'keyword_tie is set but has no effect '
+     'because recall.fusion is "weighted"; set recall.fusion = "calibrated" to use it'),
     ({"fusion": "rrf", "text_weight": 0.5}, 'text_weight is set but has no effect because '
      'recall.fusion is "rrf"'),
     ({"co_recall_boost": 0.1}, "co_recall_boost is set but has no effect because "
@@ -240,5 +242,6 @@ def test_a_bad_config_file_is_exit_2_before_anything_is_created(tmp_path: Path) 
                           check=False)
     assert done.returncode == 2
     assert done.stderr == (f"error: invalid setting recall.fusion (in {home / 'config.toml'} or "
-                           "given in code): Input should be 'weighted' or 'rrf'\n")
+                           "given in code): Input should be 'calibrated', 'weighted' or"
+                           " 'rrf'\n")
     assert not (tmp_path / "x.db").exists()

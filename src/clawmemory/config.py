@@ -125,6 +125,16 @@ class EntitySettings(Section):
 _LISTS = ("keyword", "vector", "entity")
 
 
+# The settings each fusion formula reads (search/fusion.py); the others are inert under it.
+_FUSION_SETTINGS: dict[str, tuple[str, ...]] = {
+    "calibrated": ("calibrated_text_weight", "calibrated_vector_weight",
+                   "calibrated_entity_weight", "calibrated_floor", "keyword_top_bonus",
+                   "keyword_tie"),
+    "weighted": ("text_weight", "vector_weight", "entity_weight"),
+    "rrf": ("rrf_k", "list_weights"),
+}
+
+
 class RecallSettings(Section):
     limit: int = Field(default=5, ge=1, le=1000)  # 000 recall_limit
     # auto (hybrid when an embedder works, else keyword) | keyword | vector | hybrid
@@ -151,8 +161,39 @@ class RecallSettings(Section):
     # vectors (0 = plain cosine). Measured on LoCoMo: ADR 0007.
     centre_min_rows: int = Field(default=50, ge=0)
     rrf_k: int = Field(default=60, ge=0)  # 002/004
-    # "weighted" (000) or "rrf" (002/004); measured: ADR 0004
-    fusion: Literal["weighted", "rrf"] = "weighted"
+    # "calibrated" (each list standardised; ADR 0011), "weighted" (000) or "rrf" (002/004)
+    fusion: Literal["calibrated", "weighted", "rrf"] = "calibrated"
+    calibrated_text_weight: float = Field(default=0.6, ge=0)  # × z(keyword) (ADR 0011)
+    calibrated_vector_weight: float = Field(default=0.4, ge=0)  # × z(cosine) (ADR 0011)
+    # × entity score / best entity score (ADR 0011)
+    calibrated_entity_weight: float = Field(default=0.1, ge=0)
+    # z-scores below −this count as −this (ADR 0011)
+    calibrated_floor: float = Field(default=0.5, ge=0, le=10)
+    # added to the keyword list's best match (ADR 0011)
+    keyword_top_bonus: float = Field(default=0.5, ge=0)
+    # Keyword candidates holding the same query words within this share of the best of them
+    # score as that best: their BM25 differences are document length (ADR 0011). 0 = off.
+    keyword_tie: float = Field(default=0.2, ge=0, lt=1)
+    # The relevance floor (search/floor.py, ADR 0011): a recall whose candidates show no sign
+    # of relevance returns nothing. Cosines are the (centred) cosines recall explains.
+    relevance_floor: bool = True
+    # hybrid: a candidate this similar is relevant by itself
+    floor_cosine: float = Field(default=0.45, ge=-1, le=1)
+    # hybrid: ... or holding this share of the query's words
+    floor_keyword_share: float = Field(default=0.34, ge=0, le=1)
+    # hybrid: ... or holding a query word at this cosine
+    floor_keyword_cosine: float = Field(default=0.25, ge=-1, le=1)
+    # vector mode: the best candidate's cosine at least this
+    floor_vector_cosine: float = Field(default=0.3, ge=-1, le=1)
+    # found by similarity alone: dropped below this
+    floor_candidate_cosine: float = Field(default=0.15, ge=-1, le=1)
+    # the first two, where cosines are plain (small namespace)
+    floor_plain_cosine: float = Field(default=0.25, ge=-1, le=1)
+    # the last two, where cosines are plain
+    floor_plain_candidate: float = Field(default=0.1, ge=-1, le=1)
+    # Recall's access counts are written by a background thread this long after the first
+    # queued one (search/access.py); 0 writes them in the request path.
+    touch_delay_s: float = Field(default=1.0, ge=0, le=3600)
     text_weight: float = Field(default=0.4, ge=0)  # weighted mode, as 000 (ADR 0004, ADR 0007)
     vector_weight: float = Field(default=0.6, ge=0)  # weighted mode, as 000 (ADR 0004, ADR 0007)
     score_weight: float = Field(default=0.2, ge=0, le=1)  # 003: exp(score * 0.2)
@@ -180,14 +221,14 @@ class RecallSettings(Section):
     @model_validator(mode="after")
     def _no_inert_setting(self) -> RecallSettings:
         """A setting the chosen formula never reads is a mistake the user would not notice."""
-        if self.fusion == "weighted":
-            for name in ("rrf_k", "list_weights"):
-                self._inert(name, 'recall.fusion is "weighted"', 'set recall.fusion = "rrf" to '
-                            f'use it, or remove recall.{name}')
-        else:
-            for name in ("text_weight", "vector_weight", "entity_weight"):
-                self._inert(name, 'recall.fusion is "rrf"', 'set recall.fusion = "weighted" to '
-                            f'use it, or remove recall.{name}')
+        for formula, names in _FUSION_SETTINGS.items():
+            if formula == self.fusion:
+                continue
+            for name in names:
+                if name not in _FUSION_SETTINGS[self.fusion]:
+                    self._inert(name, f'recall.fusion is "{self.fusion}"',
+                                f'set recall.fusion = "{formula}" to use it, or remove'
+                                f" recall.{name}")
         if self.recency != "half-life":
             self._inert("recency_half_life_s", f'recall.recency is "{self.recency}"',
                         'set recall.recency = "half-life" to use it, or remove '

@@ -123,13 +123,21 @@ class Memory(WritePathMixin, PortabilityMixin):
         )
 
     def warm_up(self) -> str:
-        """Load the embedding model and the vector index now, so a server's first call does
-        not wait for them, and start embedding whatever waits in the vector queue (in the
-        background). Blocks until loaded; returns a line for the server's log."""
+        """Load the embedding model and this namespace's vectors now, so a server's first call
+        costs what later ones do (the model takes a fraction of a second, the vectors of a 20k
+        namespace a few hundred milliseconds), and start embedding whatever waits in the vector
+        queue (in the background). Blocks until loaded; returns a line for the server's log."""
         started = time.perf_counter()
         if self.components.vectors() is None:
             note = f"keyword recall only ({self.components.vector_status()})"
         else:
+            try:
+                # One recall that counts nothing reads the namespace's vectors and its centre,
+                # runs the model's first (slow) forward pass and compiles the NER and keyword
+                # helpers: what made the first recall after a reopen ~50 times a warm one.
+                self.recall("warming up", limit=1, touch=False)
+            except ClawMemoryError:
+                log.debug("warm-up recall failed", exc_info=True)
             note = (f"embedder {self.components.embedder.name} warmed up in"
                     f" {time.perf_counter() - started:.2f} s")
             worker = self.components.worker()
@@ -151,9 +159,22 @@ class Memory(WritePathMixin, PortabilityMixin):
         )
 
     def close(self) -> None:
-        """Let the background worker embed what this process queued, then close the store."""
+        """Write the queued access counts, let the background worker embed what this process
+        queued, then close the store."""
+        from clawmemory.search.access import close_tracker
+
+        close_tracker(self.store_backend)  # queued access counts first (search/access.py)
         self.components.close()
         self.store_backend.close()
+
+    def flush(self) -> None:
+        """Write queued access counts now. Recalls queue them and a background thread writes
+        them within ``recall.touch_delay_s``; ``close()`` and every read of stored records
+        (get, list, count, history, neighbors, stats, maintenance) flush first, so what a
+        recall counted is always what the next read sees."""
+        from clawmemory.search.access import settle
+
+        settle(self.store_backend)
 
     def __enter__(self) -> Memory:
         return self
@@ -288,6 +309,7 @@ class Memory(WritePathMixin, PortabilityMixin):
 
     def get(self, id_or_key: str) -> MemoryRecord:
         """The memory with this id or key; raises NotFoundError."""
+        self.flush()
         record = self.store_backend.get(self.namespace, check_ref(id_or_key))
         if record is None:
             raise NotFoundError(
@@ -518,6 +540,7 @@ class Memory(WritePathMixin, PortabilityMixin):
         offset: int = 0,
         order: str = "newest",
     ) -> builtins.list[MemoryRecord]:
+        self.flush()
         if not isinstance(order, str) or order not in ORDERS:
             raise InvalidInputError(f"order must be one of {', '.join(ORDERS)}")
         flt = self._filter(kind=kind, tags=tags, session_id=session_id, metadata=metadata,
@@ -537,6 +560,7 @@ class Memory(WritePathMixin, PortabilityMixin):
         include_invalid: bool = False,
         **filters: Any,
     ) -> int:
+        self.flush()
         allowed = {"tags", "metadata", "session_id", "exclude_session_id", "source"}
         if unknown := sorted(set(filters) - allowed):
             raise InvalidInputError(f"count() got an unknown filter {unknown[0]!r}; filters: "
@@ -648,9 +672,13 @@ class Memory(WritePathMixin, PortabilityMixin):
         return [tuple(h) for h in index.search(namespace, names, limit)] if names else []
 
     def _after_recall(self, hits: Sequence[Hit], now: float) -> None:
-        """Side effects of a recall: access bookkeeping and (003 v2) co-recall links."""
+        """Side effects of a recall: access bookkeeping (queued for a background write, see
+        search/access.py) and (003 v2) co-recall links."""
+        from clawmemory.search.access import tracker_for
+
         ids = [h.memory.id for h in hits]
-        self.store_backend.touch(self.namespace, ids, now)
+        tracker_for(self.store_backend, self.settings.recall.touch_delay_s).record(
+            self.namespace, ids, now)
         if self.settings.recall.co_recall:
             top = ids[:5]
             inc = self.settings.recall.co_recall_increment
@@ -712,6 +740,7 @@ class Memory(WritePathMixin, PortabilityMixin):
 
     # --- introspection -------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
+        self.flush()
         s = self.store_backend.stats(self.namespace)
         return {
             "backend": s.backend,

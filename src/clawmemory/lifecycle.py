@@ -136,6 +136,7 @@ def scan(mem: Memory, flt: Filter) -> list[MemoryRecord]:
     """Every record passing ``flt``, oldest first (a stable order: survival rolls and pruning
     ties come out the same on every backend). Read fully before anything is changed, so paging
     by offset cannot skip records that an earlier page deleted."""
+    mem.flush()  # recalls' queued access counts decide what is idle
     out: list[MemoryRecord] = []
     while batch := mem.store_backend.list(
         mem.namespace, flt, limit=PAGE, offset=len(out), order="oldest"

@@ -20,8 +20,9 @@ Wiring into the engine (what to call where):
    no longer mentions are dropped. Idempotent: re-linking the same memory is harmless.
 3. Recall, as the entity candidate list:
    ``index.search(ns, candidate_names(query, ner), limit)`` -> ``EntityHit(memory_id,
-   entity_name, score)`` best first; fuse with RRF like the keyword and vector lists, and put
-   ``entity_name`` into the hit's explanation. ``candidate_names`` adds the query's 1-3 word
+   entity_name, score)`` best first (an index lookup: the cost does not grow with the
+   namespace); fused with the keyword and vector lists (search/fusion.py), ``entity_name`` in
+   the hit's explanation. ``candidate_names`` adds the query's 1-3 word
    sequences to its extracted names, so lower-case queries ("what did caroline say") match.
 4. Forget: ``index.unlink_memory(ns, id)`` for each deleted id (SQLiteStore.delete already does
    the same in SQL; calling it again is a no-op). ``forget_namespace``: also

@@ -41,6 +41,7 @@ __all__ = [
     "canonical_name",
     "match_keys",
     "normalize_name",
+    "rank_entity_hits",
     "resolve_overlaps",
     "surface_form",
 ]
@@ -109,7 +110,8 @@ class EntityHit(NamedTuple):
     """An entity candidate for recall fusion: a memory linked to entities the query named.
 
     ``entity_name`` lists the matched entities' canonical names (", "-joined, sorted) so a hit
-    can explain itself; ``score`` is the number of distinct matched entities."""
+    can explain itself; ``score`` is the sum of 1/mention_count over the matched entities (a
+    rare name says more about which memory is meant than a frequent one)."""
 
     memory_id: str
     entity_name: str
@@ -153,8 +155,11 @@ class EntityIndex(Protocol):
         ...
 
     def search(self, namespace: str, names: Sequence[str], limit: int) -> list[EntityHit]:
-        """Memories linked to entities whose name or alias equals any of ``names`` (normalised).
-        Best first: most distinct matched entities, then most recently linked."""
+        """Memories linked to entities whose name or alias equals any of ``names`` (normalised),
+        ranked by ``rank_entity_hits``: entities mentioned by more than ``COMMON_SHARE`` of the
+        namespace's memories (and more than ``COMMON_MIN``) are ignored, and each matched entity
+        contributes its ``limit`` most recently linked memories. The cost depends on the names
+        and ``limit``, not on the size of the namespace."""
         ...
 
     def entities_of(
@@ -190,6 +195,25 @@ class EntityIndex(Protocol):
     def drop_namespace(self, namespace: str) -> None:
         """Forget every entity and link of the namespace."""
         ...
+
+
+def rank_entity_hits(
+    matched: Sequence[tuple[str, int, Sequence[tuple[str, int]]]], limit: int
+) -> list[EntityHit]:
+    """The entity list of a recall from the matched entities, each given as (canonical name,
+    mention count, its most recent links as (memory id, link sequence)). A memory scores
+    Σ 1/mention_count over the entities it is linked to; ties go to the most recent link. Both
+    index backends rank with this function, so they answer identically."""
+    names: dict[str, set[str]] = {}
+    weight: dict[str, float] = {}
+    recent: dict[str, int] = {}
+    for name, count, links in matched:
+        for memory_id, seq in links:
+            names.setdefault(memory_id, set()).add(name)
+            weight[memory_id] = weight.get(memory_id, 0.0) + 1.0 / max(count, 1)
+            recent[memory_id] = max(recent.get(memory_id, 0), seq)
+    order = sorted(names, key=lambda m: (-weight[m], -recent[m]))[: max(limit, 0)]
+    return [EntityHit(m, ", ".join(sorted(names[m])), weight[m]) for m in order]
 
 
 def resolve_overlaps(mentions: Sequence[Mention]) -> list[Mention]:

@@ -4,6 +4,7 @@ the JSON backend persist it. Thread-safe."""
 
 from __future__ import annotations
 
+import heapq
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -21,6 +22,7 @@ from clawmemory.entities.base import (
     alias_key,
     match_keys,
     normalize_name,
+    rank_entity_hits,
     surface_form,
 )
 from clawmemory.entities.linking import (
@@ -45,11 +47,33 @@ class _Namespace:
     entities: dict[str, Stored] = field(default_factory=dict)
     by_memory: dict[str, dict[str, int]] = field(default_factory=dict)  # memory -> entity -> seq
     by_entity: dict[str, dict[str, int]] = field(default_factory=dict)  # entity -> memory -> seq
+    # Name and alias keys -> entity ids, as the SQLite indexes: a lookup never scans.
+    by_norm: dict[str, set[str]] = field(default_factory=dict)
+    by_alias: dict[str, set[str]] = field(default_factory=dict)
+
+    def put(self, s: Stored) -> None:
+        """Add or replace an entity (its norm never changes; aliases only grow)."""
+        self.entities[s.id] = s
+        self.by_norm.setdefault(s.norm, set()).add(s.id)
+        for a in s.aliases:
+            self.by_alias.setdefault(alias_key(a), set()).add(s.id)
+
+    def remove(self, entity_id: str) -> None:
+        s = self.entities.pop(entity_id, None)
+        if s is None:
+            return
+        for table, key in ((self.by_norm, s.norm), *((self.by_alias, alias_key(a))
+                                                     for a in s.aliases)):
+            ids = table.get(key)
+            if ids is not None:
+                ids.discard(entity_id)
+                if not ids:
+                    del table[key]
 
     def lookup(self, norms: set[str], keys: set[str]) -> list[Stored]:
-        # A scan: this backend serves small, ephemeral memories.
-        return [s for s in self.entities.values()
-                if s.norm in norms or any(alias_key(a) in keys for a in s.aliases)]
+        ids = {i for n in norms for i in self.by_norm.get(n, ())}
+        ids |= {i for k in keys for i in self.by_alias.get(k, ())}
+        return [self.entities[i] for i in sorted(ids)]
 
 
 class MemoryEntityIndex:
@@ -90,7 +114,7 @@ class MemoryEntityIndex:
             found = Stored(new_entity_id(), w.display, w.norm, w.type, (), 0)
         better = upgraded_type(found, w)
         if better is not None and any(
-            s.norm == found.norm and s.type is better for s in ns.entities.values()
+            ns.entities[i].type is better for i in ns.by_norm.get(found.norm, ())
         ):
             better = None  # another entity holds that name and type already
         found = refreshed(found, w, better)
@@ -100,7 +124,7 @@ class MemoryEntityIndex:
             linked[found.id] = self._seq
             ns.by_entity.setdefault(found.id, {})[memory_id] = self._seq
             found = replace(found, mention_count=found.mention_count + 1)
-        ns.entities[found.id] = found
+        ns.put(found)
         return found.id
 
     def _drop_links(self, ns: _Namespace, memory_id: str, entity_ids: Sequence[str]) -> int:
@@ -114,10 +138,10 @@ class MemoryEntityIndex:
             mems.pop(memory_id, None)
             if not mems:  # nobody mentions it any more: its name goes with the memory
                 ns.by_entity.pop(eid, None)
-                ns.entities.pop(eid, None)
+                ns.remove(eid)
             elif eid in ns.entities:
                 s = ns.entities[eid]
-                ns.entities[eid] = replace(s, mention_count=max(s.mention_count - 1, 1))
+                ns.put(replace(s, mention_count=max(s.mention_count - 1, 1)))
         if not linked:
             ns.by_memory.pop(memory_id, None)
         return removed
@@ -138,7 +162,7 @@ class MemoryEntityIndex:
             aliases = merge_alias(s, [surface_form(alias)])
             if aliases is None:
                 return False
-            ns.entities[entity_id] = replace(s, aliases=aliases)
+            ns.put(replace(s, aliases=aliases))
             return True
 
     def drop_namespace(self, namespace: str) -> None:
@@ -154,21 +178,13 @@ class MemoryEntityIndex:
             names = list(names)[:MAX_SEARCH_NAMES]
             norms = {normalize_name(n) for n in names} - {""}
             keys = {k for n in names for k in match_keys(n)}
-            matched: dict[str, set[str]] = {}
-            weight: dict[str, float] = {}
-            recency: dict[str, int] = {}
             common = max(COMMON_MIN, COMMON_SHARE * len(ns.by_memory))
-            for s in ns.lookup(norms, keys):
-                linked = ns.by_entity.get(s.id, {})
-                if len(linked) > common:  # see COMMON_SHARE in entities/sqlite.py
-                    continue
-                for mid, seq in linked.items():
-                    matched.setdefault(mid, set()).add(s.canonical_name)
-                    weight[mid] = weight.get(mid, 0.0) + 1.0 / max(len(linked), 1)
-                    recency[mid] = max(recency.get(mid, 0), seq)
-            order = sorted(matched, key=lambda m: (-weight[m], -recency[m]))
-            return [EntityHit(m, ", ".join(sorted(matched[m])), weight[m])
-                    for m in order[:limit]]
+            matched = [s for s in ns.lookup(norms, keys) if s.mention_count <= common]
+            # See SQLiteEntityIndex.search: each entity's `limit` most recent memories.
+            return rank_entity_hits([
+                (s.canonical_name, s.mention_count,
+                 heapq.nlargest(limit, ns.by_entity.get(s.id, {}).items(), key=lambda x: x[1]))
+                for s in matched], limit)
 
     def entities_of(
         self, namespace: str, memory_ids: Sequence[str]
@@ -229,8 +245,7 @@ class MemoryEntityIndex:
         for name, state in data.items():
             ns = index._ns[name]
             for e in state.get("entities", []):
-                s = _entity_from(e)
-                ns.entities[s.id] = s
+                ns.put(_entity_from(e))
             for mid, eid, seq in state.get("links", []):
                 ns.by_memory.setdefault(mid, {})[eid] = int(seq)
                 ns.by_entity.setdefault(eid, {})[mid] = int(seq)

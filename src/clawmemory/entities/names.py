@@ -64,7 +64,16 @@ time day days week weeks month months year years morning afternoon evening night
 such many much more most less least few several other another same own once twice again
 speaking talking regarding btw fyi note remind reminder update todo done mail email text
 message ping ask add fix run install set grab share post join buy order book plan
+gonna gotta wanna aww awww woah whoa woohoo yay yayy nah oof ugh phew yum yummy mmm ttyl yea
+gotcha cheers ooh oops yikes meh plus whenever wherever whatever anytime especially
+appreciate guess catch believe hang heard crazy lucky hard funny pretty best tough together
+impressive exciting according based answer describe explain name list super way one long
+little highly cherish
 """)
+# A sentence's first word ending like this is a verb form or an interjection, not a name, when
+# nothing else in the text vouches for it ("Having fun!", "Exploring the coast", "Aww").
+GERUND = re.compile(r"^[A-Z][a-z]{2,}ing$")
+DRAWN_OUT = re.compile(r"(.)\1\1")  # "Awww", "Mmm", "Sooo"
 
 # At a sentence start these bind to a following name ("New York", "Great Britain").
 BINDING = _words("""
@@ -251,7 +260,8 @@ def _strip_starters(run: list[_Tok], lower_seen: frozenset[str]) -> list[_Tok]:
         if (low in BINDING and nxt is not None and nxt.kind is _Kind.NAME
                 and nxt.word.casefold() not in STARTERS):
             break
-        if tok.kind is _Kind.NAME and (low in STARTERS or low in lower_seen):
+        if tok.kind is _Kind.NAME and (low in STARTERS or low in lower_seen
+                                       or GERUND.match(tok.word)):
             i += 1
             continue
         break
@@ -354,6 +364,8 @@ class NamesProvider:
             nxt = _res()["next_word"].match(text, run[0].end)  # no copy of the rest
             if nxt and nxt.group(1).casefold() in OBJECTS:
                 return None  # an imperative: "Mail me", "Tell her"
+            if GERUND.match(run[0].word) or DRAWN_OUT.search(run[0].word.casefold()):
+                return None
             confidence = 0.45  # a sentence's first word nothing else in the text vouches for
         start, end = run[0].start, run[-1].end
         return Mention(text[start:end], etype, start, end, confidence, self.name)

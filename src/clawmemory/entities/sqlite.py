@@ -1,9 +1,12 @@
 """The entity index on the SQLite backend's ``entities`` and ``memory_entities`` tables (001).
 
 Writes run inside ``store.write()`` (BEGIN IMMEDIATE), so create-or-get cannot race another
-process into a duplicate. Reads go through ``store._query``. Aliases live in the JSON column and
-are matched with ``lower()`` (see ``base.alias_key``); names use the indexed ``norm_name``.
-``SQLiteStore.delete`` already drops a forgotten memory's links and orphaned entities.
+process into a duplicate. Reads go through ``store._query``. Names are found through indexes
+only: the entity's own name in ``entities(namespace, norm_name)``, its aliases in
+``entity_aliases(namespace, key)`` (migration 008; triggers keep it equal to the JSON column,
+keys are ``lower()`` = ``base.alias_key``). A recall's lookup therefore costs the same in a
+namespace of 1k or 100k memories. ``SQLiteStore.delete`` already drops a forgotten memory's links
+and orphaned entities (and the triggers their aliases).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from clawmemory.entities.base import (
     Mention,
     match_keys,
     normalize_name,
+    rank_entity_hits,
     surface_form,
 )
 from clawmemory.entities.linking import (
@@ -57,14 +61,17 @@ def _stored(row: Sequence[Any]) -> Stored:
 
 
 def _match_sql(names: Sequence[str]) -> tuple[str, list[str]]:
-    """WHERE fragment (on alias ``e``) matching entities named or aliased by any of ``names``."""
+    """A query (columns ENTITY_COLS, one namespace parameter first) for the entities named or
+    aliased by any of ``names``: two index lookups, never a scan of the namespace."""
     norms = list(dict.fromkeys(n for n in (normalize_name(x) for x in names) if n))
     keys = list(dict.fromkeys(k for x in names for k in match_keys(x)))
     if not norms:
-        return "0", []
+        return "", []
     return (
-        f"(e.norm_name IN ({', '.join('?' * len(norms))}) OR EXISTS (SELECT 1 FROM"
-        f" json_each(e.aliases) WHERE lower(value) IN ({', '.join('?' * len(keys))})))",
+        f"SELECT {ENTITY_COLS} FROM entities e WHERE e.namespace = ?1 AND e.norm_name IN"
+        f" ({', '.join('?' * len(norms))}) UNION SELECT {ENTITY_COLS} FROM entity_aliases a"
+        " JOIN entities e ON e.id = a.entity_id WHERE a.namespace = ?1 AND a.key IN"
+        f" ({', '.join('?' * len(keys))})",
         [*norms, *keys],
     )
 
@@ -80,6 +87,7 @@ class SQLiteEntityIndex:
     def __init__(self, store: SQLiteStore, *, clock: Callable[[], float] = time.time) -> None:
         self.store = store
         self._clock = clock
+        self._sizes: dict[str, tuple[int, int]] = {}  # namespace -> (memories, MAX(seq) then)
 
     # --- writes --------------------------------------------------------------------------------
     def link_many(
@@ -109,11 +117,10 @@ class SQLiteEntityIndex:
             return ids
 
     def _candidates(self, namespace: str, names: Sequence[str]) -> list[Stored]:
-        where, args = _match_sql(names)
-        rows = self.store.conn.execute(
-            f"SELECT {ENTITY_COLS} FROM entities e WHERE e.namespace = ? AND {where}",
-            (namespace, *args))
-        return [_stored(r) for r in rows]
+        sql, args = _match_sql(names)
+        if not sql:
+            return []
+        return [_stored(r) for r in self.store.conn.execute(sql, (namespace, *args))]
 
     def _resolve(self, namespace: str, memory_id: str, w: Wanted) -> str:
         c, now = self.store.conn, self._clock()
@@ -183,22 +190,32 @@ class SQLiteEntityIndex:
     # --- reads ---------------------------------------------------------------------------------
     def search(self, namespace: str, names: Sequence[str], limit: int) -> list[EntityHit]:
         """Memories linked to entities of these names, the most specific matches first."""
-        where, args = _match_sql(list(names)[:MAX_SEARCH_NAMES])
-        if not args or limit <= 0:
+        sql, args = _match_sql(list(names)[:MAX_SEARCH_NAMES])
+        if not sql or limit <= 0:
             return []
         # Specific entities decide: each matched entity weighs 1/mention_count, and one that
         # appears in more than COMMON_SHARE of the namespace's memories (a speaker's own name
         # in a dialogue) does not count at all: it says nothing about which memory is meant.
-        rows = self.store._query(
-            "SELECT me.memory_id, group_concat(e.canonical_name, char(31)),"
-            " SUM(1.0 / e.mention_count) AS w, MAX(me.rowid) AS r FROM entities e"
-            " JOIN memory_entities me ON me.entity_id = e.id AND me.namespace = e.namespace"
-            f" WHERE e.namespace = ? AND {where} AND e.mention_count <= max(?,"
-            " (SELECT ? * COUNT(*) FROM memories WHERE namespace = ?))"
-            " GROUP BY me.memory_id ORDER BY w DESC, r DESC LIMIT ?",
-            (namespace, *args, COMMON_MIN, COMMON_SHARE, namespace, limit))
-        return [EntityHit(mid, ", ".join(sorted(set(names_.split("\x1f")))), float(n))
-                for mid, names_, n, _ in rows]
+        common = max(COMMON_MIN, COMMON_SHARE * self._namespace_size(namespace))
+        matched = [e for e in (_stored(r) for r in self.store._query(sql, (namespace, *args)))
+                   if e.mention_count <= common]
+        # Each entity's `limit` most recent memories, read backwards along the index on
+        # (entity_id, rowid): the cost is bounded by `limit`, not by the entity's mentions.
+        return rank_entity_hits([(e.canonical_name, e.mention_count, [
+            (m, int(r)) for m, r in self.store._query(
+                "SELECT memory_id, rowid FROM memory_entities WHERE entity_id = ?"
+                " ORDER BY rowid DESC LIMIT ?", (e.id, limit))]) for e in matched], limit)
+
+    def _namespace_size(self, namespace: str) -> int:
+        """Memories in the namespace, recounted when the table has grown 5% since the last
+        count: COUNT(*) walks the namespace (milliseconds at 100k), MAX(seq) is one lookup."""
+        top = int(self.store._query("SELECT COALESCE(MAX(seq), 0) FROM memories")[0][0])
+        known = self._sizes.get(namespace)
+        if known is None or abs(top - known[1]) > 0.05 * known[1]:
+            n = int(self.store._query("SELECT COUNT(*) FROM memories WHERE namespace = ?",
+                                      (namespace,))[0][0])
+            known = self._sizes[namespace] = (n, top)
+        return known[0]
 
     def entities_of(
         self, namespace: str, memory_ids: Sequence[str]
@@ -214,10 +231,8 @@ class SQLiteEntityIndex:
         return out
 
     def profile(self, namespace: str, name: str) -> EntityProfile | None:
-        where, args = _match_sql([name])
-        rows = self.store._query(
-            f"SELECT {ENTITY_COLS} FROM entities e WHERE e.namespace = ? AND {where}",
-            (namespace, *args))
+        sql, args = _match_sql([name])
+        rows = self.store._query(sql, (namespace, *args)) if sql else []
         found = best_named([_stored(r) for r in rows], name)
         return found.profile() if found else None
 

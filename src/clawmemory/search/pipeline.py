@@ -7,23 +7,27 @@ Candidate lists, each best first:
 * ``vector``: nearest neighbours of the query embedding (when an embedder is configured);
 * ``entity``: memories linked to entities named in the query (004).
 
-Fusion is RRF (``Σ w_list / (k + rank)``, k = 60 — 002/004) or 000's weighted mode
-(``0.4 × bm25/max_bm25 + 0.6 × (cosine + 1)/2``). A single list keeps its own relevance. The
-fused score is multiplied by the ranking factors (reinforcement, recency, confidence, and the
-co-recall boost when enabled); ``depth=1`` then follows links one hop (000).
+Fusion (``search/fusion.py``) is ``calibrated`` by default (each list standardised on its own
+candidates; ADR 0011), or 000's ``weighted`` formula, or RRF (002/004). A single list keeps its
+own relevance. The fused score is multiplied by the ranking factors (reinforcement, recency,
+confidence, and the co-recall boost when enabled); ``depth=1`` then follows links one hop (000).
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from clawmemory.config import RecallSettings
-from clawmemory.model import Explanation, Filter, Hit
+from clawmemory.model import Explanation, Filter, Hit, MemoryRecord
+from clawmemory.search import fusion
+from clawmemory.search.floor import apply_floor
+from clawmemory.search.fusion import Fused
 from clawmemory.search.ranking import factors
 from clawmemory.search.sanitize import content_terms, like_tokens, sanitize_terms
 from clawmemory.store.base import RankInfo, Store
@@ -61,14 +65,6 @@ class Candidates:
     detail: dict[str, str] = field(default_factory=dict)  # per-id note (matched entity)
 
 
-@dataclass
-class _Fused:
-    info: RankInfo
-    score: float = 0.0
-    lists: dict[str, dict[str, float]] = field(default_factory=dict)
-    via: str | None = None
-
-
 class Retriever:
     def __init__(
         self,
@@ -84,6 +80,9 @@ class Retriever:
         self.vectors = vectors
         self.embed_query = embed_query
         self.entity_search = entity_search
+        # Milliseconds per stage of the last recall (embed, vector, keyword, entity, fusion):
+        # for bench/speed.py and profiling; the vector side runs beside keyword and entity.
+        self.stages: dict[str, float] = {}
 
     # --- candidate lists -----------------------------------------------------------------------
     def keyword(self, req: RecallRequest, pool: int) -> tuple[Candidates, list[str]]:
@@ -119,8 +118,12 @@ class Retriever:
 
     def _vector_side(self, req: RecallRequest, pool: int) -> tuple[Any, Candidates]:
         assert self.embed_query is not None
+        t = time.perf_counter()
         qv = self.embed_query(req.query)
-        return qv, self.vector(req, qv, pool)
+        t1 = time.perf_counter()
+        found = self.vector(req, qv, pool)
+        self.stages["embed"], self.stages["vector"] = _ms(t, t1), _ms(t1, time.perf_counter())
+        return qv, found
 
     def entity(self, req: RecallRequest, pool: int) -> Candidates:
         assert self.entity_search is not None
@@ -145,31 +148,50 @@ class Retriever:
             # The query embedding and the matrix product release the GIL, as do SQLite's
             # queries: on two cores the vector side overlaps the keyword and entity lists.
             vector_side = _executor().submit(self._vector_side, req, pool)
+        t = time.perf_counter()
         if req.mode in ("keyword", "hybrid"):
             kw, terms = self.keyword(req, pool)
             lists.append(kw)
+        t1 = time.perf_counter()
         if req.mode == "hybrid" and self.entity_search is not None:
             lists.append(self.entity(req, pool))
+        self.stages.update(keyword=_ms(t, t1), entity=_ms(t1, time.perf_counter()))
+        records: dict[str, MemoryRecord] = {}
+        t = time.perf_counter()
+        term_sets = self._term_sets(req, lists, terms, records) if req.mode == "hybrid" else {}
+        self.stages["fusion"] = _ms(t, time.perf_counter())  # the term sets are fusion's input
+        t = time.perf_counter()
         if vector_side is not None:
             qv, candidates = vector_side.result()
             lists.append(candidates)
-        fused = self._fuse(lists, req, qv)
+        t1 = time.perf_counter()
+        self.stages["wait"] = _ms(t, t1)  # what the vector side added after the other lists
+        fused = apply_floor(self._fuse(lists, req, qv, term_sets), req.mode, self.cfg,
+                            len(terms), term_sets, centred=self._centred(req))
         if self.cfg.neighbour_weight > 0 and req.mode != "vector":
             # Smoothing needs BM25's sharp scores; cosine alone is too flat (measured: ADR 0005).
             self._smooth(fused, req)
-        hits = self._materialise(self._rank(fused, req)[: req.limit], req.namespace)
+        hits = self._materialise(self._rank(fused, req)[: req.limit], req.namespace, records)
         if req.depth > 0:
             hits = hits + self._neighbours(hits, req)
-        return self._with_matched_terms(hits, terms, lists)
+        out = self._with_matched_terms(hits, terms, lists)
+        self.stages["fusion"] += _ms(t1, time.perf_counter())
+        return out
+
+    def _centred(self, req: RecallRequest) -> bool:
+        """Whether this namespace's cosines are centred ones (vectors/matrix.py)."""
+        n = self.cfg.centre_min_rows
+        return bool(n) and self.vectors is not None and self.vectors.count(req.namespace) >= n
 
     def _fuse(
-        self, lists: list[Candidates], req: RecallRequest, qv: npt.NDArray[np.float32] | None
-    ) -> dict[str, _Fused]:
-        fused: dict[str, _Fused] = {}
+        self, lists: list[Candidates], req: RecallRequest, qv: npt.NDArray[np.float32] | None,
+        term_sets: dict[str, frozenset[str]],
+    ) -> dict[str, Fused]:
+        fused: dict[str, Fused] = {}
         active = [c for c in lists if c.items]
         for c in active:
             for rank, (cand, raw) in enumerate(c.items, start=1):
-                f = fused.setdefault(cand.id, _Fused(cand))
+                f = fused.setdefault(cand.id, Fused(cand))
                 f.lists[c.name] = {"rank": rank, c.measure: round(raw, 6)}
                 if c.via:
                     f.via = c.via
@@ -181,37 +203,28 @@ class Retriever:
             for f in fused.values():
                 raw = f.lists[active[0].name][active[0].measure]
                 f.score = (raw + 1) / 2 if active[0].measure == "cosine" else raw
+        elif self.cfg.fusion == "calibrated":
+            fusion.calibrated(fused, self.cfg, term_sets)
         elif self.cfg.fusion == "weighted":
-            self._weighted(fused)
+            fusion.weighted(fused, self.cfg)
         else:
-            self._rrf(fused)
+            fusion.rrf(fused, self.cfg)
         return fused
 
-    def _rrf(self, fused: dict[str, _Fused]) -> None:
-        k, weights = self.cfg.rrf_k, self.cfg.list_weights
-        for f in fused.values():
-            f.score = sum(
-                weights.get(name, 1.0) / (k + info["rank"])
-                for name, info in f.lists.items()
-                if "rank" in info
-            )
+    def _term_sets(
+        self, req: RecallRequest, lists: Sequence[Candidates], terms: Sequence[str],
+        records: dict[str, MemoryRecord],
+    ) -> dict[str, frozenset[str]]:
+        """The query words each BM25 candidate contains (for calibrated fusion's ties and the
+        relevance floor). The records read here are kept in ``records`` for the hits."""
+        kw = next((c for c in lists if c.name == "keyword" and c.measure == "bm25"), None)
+        if kw is None or not kw.items:
+            return {}
+        ids = [info.id for info, _ in kw.items]
+        records.update((r.id, r) for r in self.store.get_many(req.namespace, ids))
+        return fusion.matched_terms([records[i] for i in ids if i in records], terms)
 
-    def _weighted(self, fused: dict[str, _Fused]) -> None:
-        top = max(
-            (f.lists.get("keyword", {}).get("bm25", 0.0) for f in fused.values()), default=0.0
-        )
-        top_ent = max(
-            (f.lists.get("entity", {}).get("entities", 0.0) for f in fused.values()), default=0.0
-        )
-        for f in fused.values():
-            text = f.lists.get("keyword", {}).get("bm25", 0.0) / top if top > 0 else 0.0
-            cos = f.lists.get("vector", {}).get("cosine")
-            vec = (cos + 1) / 2 if cos is not None else 0.0  # 000: no embedding -> 0
-            ent = f.lists.get("entity", {}).get("entities", 0.0) / top_ent if top_ent else 0.0
-            f.score = (self.cfg.text_weight * text + self.cfg.vector_weight * vec
-                       + self.cfg.entity_weight * ent)
-
-    def _smooth(self, fused: dict[str, _Fused], req: RecallRequest) -> None:
+    def _smooth(self, fused: dict[str, Fused], req: RecallRequest) -> None:
         """Adjacent turns of a dialogue support each other: each candidate gains
         ``neighbour_weight`` × the fused score of its sequence-linked candidates."""
         base = {m: f.score for m, f in fused.items()}
@@ -224,7 +237,7 @@ class Retriever:
                 f.score += self.cfg.neighbour_weight * support
 
     def _rank(
-        self, fused: dict[str, _Fused], req: RecallRequest
+        self, fused: dict[str, Fused], req: RecallRequest
     ) -> list[tuple[str, float, Explanation]]:
         boosts = self._co_recall_boosts(fused, req) if self.cfg.co_recall else {}
         ranked = []
@@ -239,12 +252,14 @@ class Retriever:
         return ranked
 
     def _materialise(
-        self, ranked: list[tuple[str, float, Explanation]], namespace: str
+        self, ranked: list[tuple[str, float, Explanation]], namespace: str,
+        known: dict[str, MemoryRecord],
     ) -> list[Hit]:
-        records = {r.id: r for r in self.store.get_many(namespace, [m for m, _, _ in ranked])}
+        missing = [m for m, _, _ in ranked if m not in known]
+        records = {**known, **{r.id: r for r in self.store.get_many(namespace, missing)}}
         return [Hit(records[m], s, e) for m, s, e in ranked if m in records]
 
-    def _co_recall_boosts(self, fused: dict[str, _Fused], req: RecallRequest) -> dict[str, float]:
+    def _co_recall_boosts(self, fused: dict[str, Fused], req: RecallRequest) -> dict[str, float]:
         """003 v2: memories often recalled together lift each other, boundedly."""
         top = sorted(fused, key=lambda m: -fused[m].score)[: req.limit * 2]
         links = self.store.links(req.namespace, top)
@@ -315,6 +330,10 @@ class Retriever:
                 )
             )
         return out
+
+
+def _ms(start: float, end: float) -> float:
+    return 1000 * (end - start)
 
 
 @functools.cache

@@ -75,37 +75,53 @@ class VectorMatrix:
         return None if row is None else self._data[row]
 
     def upsert(self, items: Iterable[tuple[str, F32]]) -> None:
-        changed: list[int] = []
-        for memory_id, vec in items:
-            v = _normalise(np.asarray(vec, dtype=np.float32).reshape(-1))
+        # Vectorised: loading a namespace (20k rows) row by row took a quarter of a second of
+        # the first recall after a reopen.
+        batch: dict[str, F32] = {}
+        for memory_id, vec in items:  # the last vector of an id wins, as one by one would
+            v = np.asarray(vec, dtype=np.float32).reshape(-1)
             if v.shape[0] != self.dimension:
                 raise ValueError(f"vector has {v.shape[0]} dimensions, index has {self.dimension}")
-            row = self._row.get(memory_id)
-            if row is None:
-                row = self._append_row()
-                self._ids.append(memory_id)
-                self._row[memory_id] = row
-            else:
-                self._sum -= self._data[row]
-            self._data[row] = v
-            self._sum += v
-            changed.append(row)
-        if changed:
-            self._refresh_rows(np.asarray(changed, dtype=np.int64))
+            batch[memory_id] = v
+        if not batch:
+            return
+        m = np.stack(list(batch.values()))
+        norms = np.linalg.norm(m, axis=1, keepdims=True)
+        m = np.where(norms > 0, m / np.where(norms > 0, norms, 1), m).astype(np.float32)
+        rows = np.fromiter((self._row.get(i, -1) for i in batch), dtype=np.int64, count=len(batch))
+        old = rows[rows >= 0]
+        if len(old):
+            self._sum -= self._data[old].sum(axis=0, dtype=np.float64)
+        fresh = np.flatnonzero(rows < 0)
+        if len(fresh):
+            self._reserve(len(fresh))
+            ids = list(batch)
+            rows[fresh] = np.arange(self._size, self._size + len(fresh))
+            for i, row in zip(fresh.tolist(), rows[fresh].tolist(), strict=True):
+                self._ids.append(ids[i])
+                self._row[ids[i]] = row
+            self._size += len(fresh)
+        self._data[rows] = m
+        self._sum += m.sum(axis=0, dtype=np.float64)
+        self._refresh_rows(rows)
 
-    def _append_row(self) -> int:
-        if self._size == self._data.shape[0]:
-            grown = np.zeros((max(1024, self._size * 2), self.dimension), dtype=np.float32)
-            grown[: self._size] = self._data[: self._size]
-            self._data = grown
-            self._proj = np.resize(self._proj, grown.shape[0])
-            self._cnorm = np.resize(self._cnorm, grown.shape[0])
-            if self._bits is not None:
-                bits = np.zeros((self._bits.shape[0], grown.shape[0]), dtype=np.uint64)
-                bits[:, : self._size] = self._bits[:, : self._size]
-                self._bits = bits
-        self._size += 1
-        return self._size - 1
+    def _reserve(self, extra: int) -> None:
+        """Room for ``extra`` more rows (capacity doubles, as it grows row by row)."""
+        need = self._size + extra
+        if need <= self._data.shape[0]:
+            return
+        capacity = max(1024, self._data.shape[0])
+        while capacity < need:
+            capacity *= 2
+        grown = np.zeros((capacity, self.dimension), dtype=np.float32)
+        grown[: self._size] = self._data[: self._size]
+        self._data = grown
+        self._proj = np.resize(self._proj, capacity)
+        self._cnorm = np.resize(self._cnorm, capacity)
+        if self._bits is not None:
+            bits = np.zeros((self._bits.shape[0], capacity), dtype=np.uint64)
+            bits[:, : self._size] = self._bits[:, : self._size]
+            self._bits = bits
 
     def remove(self, ids: Iterable[str]) -> None:
         for memory_id in ids:

@@ -1,0 +1,78 @@
+"""The first recall after reopening a store, against warm ones (model load excepted).
+
+Each measurement runs in a fresh process on an existing store (one filled by
+``bench/recall_quality.py``, e.g. the peers 20k corpus): open, load the embedding model and bind
+the vectors (timed apart: "model"), then one recall ("first"), then warm recalls ("warm",
+median). With ``--warm-up`` the process calls ``Memory.warm_up()`` and waits for it before the
+first recall, as a server does at start.
+
+    .venv/bin/python bench/first_recall.py --db /tmp/rq/peers-20000.db --namespace u1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+
+QUERIES = [
+    "What new hobby is Jonas Fischer picking up?", "Which city did Omar Murphy relocate to?",
+    "What does Alice Haddad do for a living?", "Where is Aaron Sato travelling by plane?",
+    "Which book is Elena Klein in the middle of?", "What kind of car does Dana Chen have?",
+]
+
+
+def measure(db: str, namespace: str, warm_up: bool) -> dict[str, float]:
+    from clawmemory import Memory, Settings
+
+    t = time.perf_counter()
+    mem = Memory.open(db, settings=Settings(db=db)).with_namespace(namespace)
+    opened = time.perf_counter() - t
+    t = time.perf_counter()
+    if warm_up:
+        mem.warm_up()
+        while mem.components.loaded_vectors() is None:
+            time.sleep(0.01)
+        time.sleep(3)  # the namespace's vectors and the first forward pass, in the background
+    else:
+        mem.components.vectors()  # model load and bind: excepted
+    model = time.perf_counter() - t
+    t = time.perf_counter()
+    mem.recall(QUERIES[0], touch=False)
+    first = time.perf_counter() - t
+    warm = []
+    for i, q in enumerate(QUERIES[1:] * 4):
+        t = time.perf_counter()
+        mem.recall(f"{q} {i}", touch=False)  # a new text: embedded, not served from the cache
+        warm.append(time.perf_counter() - t)
+    mem.close()
+    return {"open_ms": 1000 * opened, "model_s": model, "first_ms": 1000 * first,
+            "warm_ms": 1000 * statistics.median(warm)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--db", required=True)
+    p.add_argument("--namespace", default="u1")
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--child", choices=["cold", "warm-up"], help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.child:
+        print(json.dumps(measure(args.db, args.namespace, args.child == "warm-up")))
+        return 0
+    for kind in ("cold", "warm-up"):
+        for _ in range(args.runs):
+            out = subprocess.run([sys.executable, __file__, "--db", args.db, "--namespace",
+                                  args.namespace, "--child", kind], capture_output=True,
+                                 text=True, check=True)
+            r = json.loads(out.stdout.strip().splitlines()[-1])
+            print(f"{kind:8s} model+bind {r['model_s']:.2f} s  first recall {r['first_ms']:.0f} ms"
+                  f"  warm recall {r['warm_ms']:.1f} ms  ratio {r['first_ms'] / r['warm_ms']:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,75 @@
+"""Recall counts as access (003), written off the request path (search/access.py): the counts
+are exactly those of immediate writes, a background thread writes them without anyone reading,
+close() writes what is queued, and reads through the API always see them."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from clawmemory import Memory, Settings
+from clawmemory.store.sqlite import SQLiteStore
+from conftest import DAY, START, Clock
+
+
+def open_mem(path: Path, clock: Clock, delay: float) -> Memory:
+    settings = Settings(db=path, embedder={"provider": "none"})
+    settings.recall.touch_delay_s = delay
+    return Memory.open(settings=settings, clock=clock)
+
+
+def counts(path: Path, ids: list[str]) -> list[tuple[int, float | None]]:
+    """Access counts as another connection to the file sees them (nothing queued there)."""
+    other = SQLiteStore(path)
+    try:
+        return [(r.access_count, r.last_accessed) for r in other.get_many("default", ids)]
+    finally:
+        other.close()
+
+
+def test_a_background_thread_writes_the_counts(tmp_path: Path) -> None:
+    clock = Clock()
+    mem = open_mem(tmp_path / "m.db", clock, delay=0.05)
+    ids = [mem.store("the wifi password is hunter2"), mem.store("wifi router in the hall")]
+    clock.advance(DAY)
+    assert len(mem.recall("wifi")) == 2
+    deadline = time.monotonic() + 10
+    while counts(tmp_path / "m.db", ids) != [(1, START + DAY)] * 2:
+        assert time.monotonic() < deadline, "the queued touch was never written"
+        time.sleep(0.05)
+    mem.close()
+
+
+def test_close_writes_what_is_queued_with_exact_counts(tmp_path: Path) -> None:
+    clock = Clock()
+    mem = open_mem(tmp_path / "m.db", clock, delay=3600)  # the thread will not get to it
+    hit = mem.store("the wifi password is hunter2")
+    other = mem.store("the router sits in the hall")
+    for day in (1, 2, 3):
+        clock.now = START + day * DAY
+        mem.recall("wifi password")
+    mem.recall("router hall")
+    assert counts(tmp_path / "m.db", [hit, other]) == [(0, START), (0, START)]  # queued only
+    mem.close()
+    assert counts(tmp_path / "m.db", [hit, other]) == [(3, START + 3 * DAY),
+                                                      (1, START + 3 * DAY)]
+
+
+def test_reads_through_the_api_see_queued_counts(tmp_path: Path) -> None:
+    clock = Clock()
+    with open_mem(tmp_path / "m.db", clock, delay=3600) as mem:
+        hit = mem.store("the wifi password is hunter2")
+        clock.advance(DAY)
+        older = mem.store("an older note")
+        clock.advance(DAY)
+        mem.recall("wifi")
+        assert mem.get(hit).access_count == 1
+        assert [r.id for r in mem.list(order="accessed")] == [hit, older]
+
+
+def test_no_delay_writes_in_the_request_path(tmp_path: Path) -> None:
+    clock = Clock()
+    with open_mem(tmp_path / "m.db", clock, delay=0) as mem:
+        hit = mem.store("the wifi password is hunter2")
+        mem.recall("wifi")
+        assert counts(tmp_path / "m.db", [hit]) == [(1, START)]

@@ -6,6 +6,8 @@
 
 Rows:
 * store p50/p95: ``Memory.store`` one at a time into a database already holding N memories;
+* forget p50/p95: ``Memory.forget`` of those memories, one at a time (secure delete, WAL
+  checkpoint: the default; bench/forget.py compares it with both switched off);
 * bulk: ``Memory.store_many`` throughput while filling the database (no embedder);
 * keyword recall p50/p95 at N;
 * hybrid recall p50/p95 at N, and the query embedding time alone (same queries, model loaded).
@@ -130,6 +132,16 @@ def fill(mem: Memory, corpus: Corpus, start: int, n: int) -> float:
     return n / (time.perf_counter() - t)
 
 
+def store_each(mem: Memory, texts: list[str]) -> tuple[list[float], list[str]]:
+    """``Memory.store`` of each text, one at a time: the seconds each took, and the ids."""
+    times, ids = [], []
+    for text in texts:
+        t = time.perf_counter()
+        ids.append(mem.store(text))
+        times.append(time.perf_counter() - t)
+    return times, ids
+
+
 def size_rows(args: argparse.Namespace, corpus: Corpus, real_embedder: Any) -> list[list[str]]:
     rows = []
     folder = Path(tempfile.mkdtemp(prefix="clawmem-speed-"))
@@ -142,9 +154,15 @@ def size_rows(args: argparse.Namespace, corpus: Corpus, real_embedder: Any) -> l
     for size in args.sizes:
         bulk = fill(mem, corpus, have, size - have)
         have = size
-        s50, s95 = pct(timed(lambda: mem.store(corpus.sentence(random.randint(0, 10**6))), 300))
+        times, made = store_each(mem, [corpus.sentence(random.randint(0, 10**6))
+                                       for _ in range(300)])
+        s50, s95 = pct(times)
+        # forget for real: secure delete and a WAL checkpoint per call (bench/forget.py has
+        # the same call with them switched off, for comparison)
+        f50, f95 = pct(timed_iter(mem.forget, made))
         k50, k95 = pct(timed_iter(lambda q: mem.recall(q, mode="keyword", touch=False), queries))
-        row = [f"{size:,}", f"{bulk:,.0f}", f"{s50:.2f}", f"{s95:.2f}", f"{k50:.2f}", f"{k95:.2f}"]
+        row = [f"{size:,}", f"{bulk:,.0f}", f"{s50:.2f}", f"{s95:.2f}", f"{f50:.2f}", f"{f95:.2f}",
+               f"{k50:.2f}", f"{k95:.2f}"]
         if embedder is not None:
             row += hybrid_cells(mem, raw_query, queries, size)
             row += observe_cells(settings, corpus, real_embedder, size)
@@ -328,7 +346,8 @@ def main(argv: list[str] | None = None) -> int:
         real = make_embedder("local")
         real.embed_query("warm up")  # type: ignore[union-attr]
     t = Table(title="Store and recall (ms; bulk/s = filling with vectors and entities)")
-    for col in ["memories", "bulk/s", "store p50", "store p95", "keyword p50", "keyword p95"]:
+    for col in ["memories", "bulk/s", "store p50", "store p95", "forget p50", "forget p95",
+                "keyword p50", "keyword p95"]:
         t.add_column(col, justify="right")
     if real is not None:
         for col in ["query embed p50", "hybrid p50", "hybrid p95", "hybrid − embed",

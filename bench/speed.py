@@ -221,7 +221,7 @@ def stage_cells(mem: Memory, queries: list[str], size: int) -> list[str]:
     tracker = tracker_for(mem.store_backend, mem.settings.recall.touch_delay_s)
     got: dict[str, list[float]] = {k: [] for k in (*STAGES, "recall", "queued", "written")}
     for q in queries:
-        retriever = mem._retriever()
+        retriever = mem._retriever("hybrid")
         req = RecallRequest(mem.namespace, f"{q} s{size}", mem.settings.recall.limit,
                             Filter.build(), time.time(), "hybrid")
         t = time.perf_counter()

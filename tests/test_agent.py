@@ -18,7 +18,7 @@ from clawmemory.agent import Agent, AgentSessions
 from clawmemory.history import EPISODE_ID, SessionEvent, SessionEvicted
 from clawmemory.ingest import pending_sessions
 from clawmemory.llm import CachedLLM, make_llm
-from clawmemory.llm.prompts import AGENT_SYSTEM, HATCH_SYSTEM, SYNTHESIS_SYSTEM
+from clawmemory.llm.prompts import AGENT_SYSTEM, FLUSH_SYSTEM, HATCH_SYSTEM, SYNTHESIS_SYSTEM
 from conftest import Clock
 from llm_servers import (
     ScriptedLLMServer,
@@ -213,31 +213,76 @@ def test_extraction_per_exchange_when_enabled(
     assert len(fact.source_ids) == 2  # the user's and the assistant's episode
 
 
-def test_compaction_synthesises_first_and_stores_the_models_summary(
+def test_compaction_flushes_then_synthesises_then_stores_the_models_summary(
     anthropic_server: ScriptedLLMServer, make_mem: MakeMem, agents: list[Agent]
 ) -> None:
+    """Before a compaction discards messages: 002's memory-flush turn (the model saves what is
+    durable with the memory tools), then 000's forced synthesis; then the LLM summary."""
     mem = make_mem(anthropic_server, history={"max_history_messages": 6, "min_messages": 4,
                                               "keep_recent": 2},
                    cognition={"synthesis_interval": 100})
     anthropic_server.script([
         text("one"), text("two"), text("three"),
+        tool_call("memory_store", {"key": "counting-habit",
+                                   "content": "The user likes to count aloud"}),
+        text("DONE"),
         text('{"notes": [{"key": "counting", "content": "The user counts", "sources": ["m1"]}]}'),
         text("The user counted to three."),
     ])
     agent = agent_for(mem, anthropic_server, agents)
     assert agent.process("1").compaction is None
     assert agent.process("2").compaction is None
-    done = agent.process("3").compaction
+    reply = agent.process("3")
+    done = reply.compaction
 
-    assert done is not None and done.summarized_by == "summarizer"
-    synthesis, summary = (prompt_text(r.body) for r in anthropic_server.requests[3:])
-    assert SYNTHESIS_SYSTEM.format() in synthesis and "[m1] user: 1" in synthesis
-    assert "assistant: two" in summary
+    assert done is not None and done.summarized_by == "summarizer" and reply.problems == ()
+    flush, flushed, synthesis, summary = (r.body for r in anthropic_server.requests[3:])
+    assert FLUSH_SYSTEM in prompt_text(flush) and "user: 1" in prompt_text(flush)
+    assert tool_names(flush) == PTRCLAW_TOOLS
+    assert "Stored" in prompt_text(flushed) or "counting-habit" in prompt_text(flushed)
+    assert SYNTHESIS_SYSTEM.format() in prompt_text(synthesis)
+    assert "[m1] user: 1" in prompt_text(synthesis)
+    assert "assistant: two" in prompt_text(summary)
+    assert mem.get("counting-habit").content == "The user likes to count aloud"
     assert [m.content for m in agent.conversation.messages] == ["3", "three"]
     memory = mem.get(done.summary_memory_id or "")
     assert memory.content == "The user counted to three."
     assert len(memory.source_ids) == 4
     assert mem.get("counting").source_ids == memory.source_ids[:1]
+
+
+def test_a_flush_turn_that_never_stops_calling_tools_does_not_stop_the_compaction(
+    openai_server: ScriptedLLMServer, make_mem: MakeMem, agents: list[Agent]
+) -> None:
+    mem = make_mem(openai_server, history={"max_history_messages": 6, "min_messages": 4,
+                                           "keep_recent": 2},
+                   cognition={"synthesis": False}, agent={"max_tool_rounds": 2})
+    looping = tool_call("memory_recall", {"query": "count"})
+    openai_server.script([text("one"), text("two"), text("three"), looping, looping, looping,
+                          text("The user counted.")])
+    agent = agent_for(mem, openai_server, agents)
+    agent.process("1")
+    agent.process("2")
+    reply = agent.process("3")
+
+    assert reply.compaction is not None and reply.compaction.summarized_by == "summarizer"
+    assert reply.problems == ("before compaction: the model was still calling tools after 2"
+                              " rounds of its pre-compaction memory flush"
+                              " (agent.max_tool_rounds)",)
+    assert [m.content for m in agent.conversation.messages] == ["3", "three"]
+
+
+def test_the_memory_flush_can_be_switched_off(
+    openai_server: ScriptedLLMServer, make_mem: MakeMem, agents: list[Agent]
+) -> None:
+    mem = make_mem(openai_server, history={"max_history_messages": 6, "min_messages": 4,
+                                           "keep_recent": 2},
+                   cognition={"synthesis": False}, agent={"memory_flush": False})
+    openai_server.script([text("one"), text("two"), text("three"), text("Counted.")])
+    agent = agent_for(mem, openai_server, agents)
+    for n in "123":
+        reply = agent.process(n)
+    assert reply.compaction is not None and len(openai_server.requests) == 4
 
 
 # --- hatching (000) ------------------------------------------------------------------------------

@@ -321,6 +321,9 @@ class AgentSettings(Section):
     observe: bool = True  # store each message as an episode (004 hot path)
     agent_name: str = Field(default="assistant", min_length=1)  # source_role of its episodes
     summary_on_end: bool = True  # 003: a summary memory when a session ends or is evicted
+    # 002: before a compaction discards messages, the model gets a turn with the memory tools
+    # to save what is durable in them (then 000's forced synthesis runs)
+    memory_flush: bool = True
     consolidate_on_switch: bool = True  # 004: consolidate a session when another starts
 
 

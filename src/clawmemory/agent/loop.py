@@ -17,7 +17,9 @@ Each message goes through 000's pipeline:
    that gives no answer and the turn fails with an ``LLMError`` saying so;
 6. **synthesis** every ``cognition.synthesis_interval`` user messages (and 001 extraction per
    exchange when ``cognition.extraction`` is on);
-7. **compaction** when 000's trigger fires, with the forced synthesis hook and the LLM summary;
+7. **compaction** when 000's trigger fires: first 002's memory-flush turn (the model saves what
+   is durable in the messages about to go, with the memory tools) and 000's forced synthesis,
+   then the LLM summary;
 8. **response cache** put (only for answers that called no tool: a turn that changed memory
    must not be replayed without its effect).
 
@@ -45,6 +47,7 @@ from clawmemory.cognition.extraction import (
     NopExtractor,
     remember_exchange,
 )
+from clawmemory.cognition.flush import memory_flush_hook
 from clawmemory.cognition.hatching import parse_soul, store_soul, strip_soul
 from clawmemory.cognition.summary import llm_summarizer
 from clawmemory.cognition.synthesis import synthesis_hook, synthesize
@@ -52,6 +55,7 @@ from clawmemory.config import AgentSettings
 from clawmemory.context import ptrclaw_enrich, soul_block
 from clawmemory.errors import ClawMemoryError, InvalidInputError, LLMError
 from clawmemory.history import Compaction, Conversation, History, persistence_key
+from clawmemory.history.compaction import PreDiscardHook
 from clawmemory.llm.base import LLM, Completion, Message, ToolCall, Usage
 from clawmemory.llm.cache import CachedLLM, ResponseCache
 from clawmemory.llm.prompts import AGENT_SYSTEM, HATCH_SYSTEM, JSON_CORRECTION
@@ -107,8 +111,16 @@ class AgentReply:
 
 def agent_history(mem: Memory, llm: LLM) -> History:
     """A ``History`` wired as the agent needs it: the LLM compaction summary (000/001) and,
-    with synthesis on, 000's forced synthesis before anything is discarded."""
-    hooks = [synthesis_hook(mem, llm)] if mem.settings.cognition.synthesis else []
+    before anything is discarded, 002's memory-flush turn and 000's forced synthesis (each
+    when switched on)."""
+    cfg = mem.settings
+    hooks: list[PreDiscardHook] = []
+    if cfg.agent.memory_flush:
+        hooks.append(memory_flush_hook(mem, llm, dialect=cfg.agent.tools_dialect,
+                                       max_rounds=cfg.agent.max_tool_rounds,
+                                       max_chars=cfg.cognition.max_input_chars))
+    if cfg.cognition.synthesis:
+        hooks.append(synthesis_hook(mem, llm))
     return History(mem, summarizer=llm_summarizer(llm,
                                                   max_chars=mem.settings.cognition.max_input_chars),
                    hooks=hooks)
@@ -294,7 +306,7 @@ class Agent:
             problems.append(f"compaction failed: {exc}")
             return None
         if done is not None:
-            problems += [f"pre-compaction synthesis failed: {e}" for e in done.hook_errors]
+            problems += [f"before compaction: {e}" for e in done.hook_errors]
             if done.summary_error:
                 problems.append(f"compaction summary failed, message counts kept instead: "
                                 f"{done.summary_error}")

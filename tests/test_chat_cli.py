@@ -144,3 +144,24 @@ def test_maintain_consolidate_uses_the_configured_model(
     assert done.returncode == 0, done.stderr
     (run,) = json.loads(done.stdout)["runs"]
     assert (run["outcome"], run["counts"]["facts"], run["counts"]["llm_calls"]) == ("ok", 1, 1)
+
+
+def test_start_hatches_only_an_agent_without_an_identity(
+    openai_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    """000: `/start` on the first interaction begins hatching; once the soul exists it says so
+    instead (and `/hatch` would create it again)."""
+    openai_server.script([
+        text('Hello!<soul>{"identity": "I am Rex", "user": "Ada", "philosophy": "Be brief"}'
+             '</soul>'),
+        text('{"notes": []}'),  # synthesis of the hatching conversation
+    ])
+    first = clawmem(tmp_path, "chat", "--session", "s1", server=openai_server,
+                    stdin="/start\nCall yourself Rex\n/start\n/exit\n")
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == "Hello!\n"
+    assert "hatching: tell the agent who it should be" in first.stderr
+    assert "the agent already has an identity (/hatch creates it again)" in first.stderr
+    identity = json.loads(clawmem(tmp_path, "--json", "get", "soul:identity").stdout)
+    assert identity["content"] == "I am Rex"
+    assert len(openai_server.requests) == 2

@@ -19,7 +19,7 @@ import typer
 
 from clawmemory.agent import AgentReply, AgentSessions
 from clawmemory.config import load_settings
-from clawmemory.errors import ClawMemoryError
+from clawmemory.errors import ClawMemoryError, NotFoundError
 from clawmemory.interfaces.cli import (
     EXIT_USAGE,
     _fail,
@@ -39,6 +39,7 @@ NO_LLM = ("clawmem chat needs a language model: set [llm] provider and model in 
           " (or CLAWMEM_LLM__PROVIDER=openai CLAWMEM_LLM__BASE_URL=http://localhost:11434/v1"
           " CLAWMEM_LLM__MODEL=llama3.2 for a local Ollama); see docs/agent.md")
 HELP = """\
+/start         first interaction: create the agent's identity unless it has one (000)
 /hatch         create the agent's identity in a short conversation (000 soul hatching)
 /session [ID]  show the session, or end it and switch to session ID (the old one is
                summarised and consolidated into facts)
@@ -129,6 +130,8 @@ def _loop(ctx: typer.Context, sessions: AgentSessions, session: str, hatch: bool
     current, shown = session, 0
     if tty:
         sys.stderr.write(f"clawmem chat: session {current}; /help for commands, Ctrl-D to leave\n")
+        if not hatch and not _has_soul(sessions):
+            sys.stderr.write("the agent has no identity yet: /start creates one\n")
     if hatch:
         sessions.agent(current).start_hatching()
     while True:
@@ -167,7 +170,9 @@ def _answer(ctx: typer.Context, reply: AgentReply) -> None:
 
 def _command(sessions: AgentSessions, current: str, command: str, arg: str) -> str:
     """Run a loop command; returns the session from now on."""
-    if command == "/hatch":
+    if command == "/start" and _has_soul(sessions):
+        sys.stderr.write("the agent already has an identity (/hatch creates it again)\n")
+    elif command in ("/start", "/hatch"):
         sessions.agent(current).start_hatching()
         sys.stderr.write("hatching: tell the agent who it should be\n")
     elif command == "/session" and arg and arg != current:
@@ -182,6 +187,15 @@ def _command(sessions: AgentSessions, current: str, command: str, arg: str) -> s
     else:
         _say_error(f"unknown command {command} (/help lists them)")
     return current
+
+
+def _has_soul(sessions: AgentSessions) -> bool:
+    """Whether hatching already stored the agent's identity (000 ``soul:identity``)."""
+    try:
+        sessions.mem.get("soul:identity")
+    except NotFoundError:
+        return False
+    return True
 
 
 def register(app: typer.Typer) -> None:

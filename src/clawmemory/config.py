@@ -114,7 +114,7 @@ class PostgresSettings(Section):
     hnsw_ef_construction: int = Field(default=64, ge=4, le=1000)  # HNSW build quality
     hnsw_ef_search: int = Field(default=100, ge=1, le=1000)  # HNSW search breadth
     # A namespace with fewer vectors is searched exactly (no index), as SQLite searches all.
-    exact_search_rows: int = Field(default=20_000, ge=0)
+    exact_search_rows: int = Field(default=5_000, ge=0)
     # Keyword candidates picked by the rarest query terms before the full OR query (ADR 0015).
     keyword_candidates: int = Field(default=10_000, ge=100)
 

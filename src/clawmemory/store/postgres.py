@@ -78,7 +78,7 @@ class PostgresOptions:
         self.hnsw_m: int = values.get("hnsw_m", 16)
         self.hnsw_ef_construction: int = values.get("hnsw_ef_construction", 64)
         self.hnsw_ef_search: int = values.get("hnsw_ef_search", 100)
-        self.exact_search_rows: int = values.get("exact_search_rows", 20_000)
+        self.exact_search_rows: int = values.get("exact_search_rows", 5_000)
         self.keyword_candidates: int = values.get("keyword_candidates", 10_000)
 
 
@@ -404,6 +404,28 @@ class PostgresStore(SearchMixin, LifecycleMixin):
         with self.write():
             self.execute("INSERT INTO meta VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET"
                          " value = excluded.value", (key, value))
+
+    @contextmanager
+    def bulk_load(self, maintenance_work_mem: str = "2GB") -> Iterator[None]:
+        """Load many vectors without keeping the HNSW index up to date row by row: the index
+        is dropped, then built once afterwards (much faster for a large import; searches in
+        between are exact scans). ``clawmem copy`` and the benchmark use it."""
+        if not self._has_vectors():
+            yield
+            return
+        with self.write():
+            self.execute("DROP INDEX IF EXISTS vec_memories_hnsw")
+        try:
+            yield
+        finally:
+            with self.connection() as conn:
+                conn.execute("SELECT set_config('maintenance_work_mem', %s, false)",
+                             (maintenance_work_mem,))
+                try:
+                    schema.create_hnsw_index(conn, self.options.hnsw_m,
+                                             self.options.hnsw_ef_construction)
+                finally:
+                    conn.execute("RESET maintenance_work_mem")
 
     def bind_tenant_role(self, role: str, namespace: str) -> None:
         """Let the PostgreSQL role ``role`` see (only) ``namespace``'s rows: the row-level

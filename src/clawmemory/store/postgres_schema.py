@@ -18,7 +18,8 @@ from clawmemory.errors import NotFoundError, SchemaError, StorageError
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["ADVISORY_CLASS", "INITIAL_MIGRATION", "create_vector_table", "migrate", "migrations"]
+__all__ = ["ADVISORY_CLASS", "INITIAL_MIGRATION", "create_hnsw_index", "create_vector_table",
+           "migrate", "migrations"]
 
 INITIAL_MIGRATION = "001_initial.sql"
 # First key of every advisory lock clawmemory takes (pg_advisory_xact_lock(int, int)): the
@@ -97,6 +98,8 @@ def migrate(conn: psycopg.Connection[Any], where: str, *, read_only: bool = Fals
             raise SchemaError(f"{where} is opened read-only but is not at schema version"
                               f" {newest}; open it once with write access to upgrade it.")
         return newest
+    if not {v for v, _, _ in known} - _recorded(conn):
+        return newest  # nothing to do (and nothing a role without DDL rights could do)
     _check_ownership(conn, where)
     _ensure_vector_extension(conn, where)
     with conn.transaction():
@@ -116,6 +119,13 @@ def migrate(conn: psycopg.Connection[Any], where: str, *, read_only: bool = Fals
     return newest
 
 
+def create_hnsw_index(conn: psycopg.Connection[Any], m: int, ef_construction: int) -> None:
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS vec_memories_hnsw ON vec_memories USING hnsw"
+        f" (embedding vector_cosine_ops) WITH (m = {int(m)},"
+        f" ef_construction = {int(ef_construction)})")
+
+
 def create_vector_table(conn: psycopg.Connection[Any], dimension: int, m: int,
                         ef_construction: int) -> None:
     """Inside a transaction: the vector table for ``dimension``-d vectors with its HNSW index
@@ -126,10 +136,7 @@ def create_vector_table(conn: psycopg.Connection[Any], dimension: int, m: int,
         "CREATE TABLE IF NOT EXISTS vec_memories (seq bigint PRIMARY KEY REFERENCES memories"
         f" (seq) ON DELETE CASCADE, namespace text NOT NULL, embedding vector({dim}) NOT NULL)")
     conn.execute("CREATE INDEX IF NOT EXISTS vec_memories_ns ON vec_memories (namespace)")
-    conn.execute(
-        "CREATE INDEX IF NOT EXISTS vec_memories_hnsw ON vec_memories USING hnsw"
-        f" (embedding vector_cosine_ops) WITH (m = {int(m)},"
-        f" ef_construction = {int(ef_construction)})")
+    create_hnsw_index(conn, m, ef_construction)
     conn.execute(
         "CREATE TABLE IF NOT EXISTS vector_centres (namespace text PRIMARY KEY, centre"
         f" vector({dim}), centre_rows bigint NOT NULL DEFAULT 0, added bigint NOT NULL DEFAULT 0)")

@@ -55,8 +55,14 @@ class SearchMixin:
     def _table_size(self) -> int:
         return int(self._query("SELECT COALESCE(MAX(seq), 0) FROM memories")[0][0])
 
-    def _doc_counts(self, terms: Sequence[str], cap: int) -> builtins.list[int]:
-        """Rows matching each term (whole table), each counted up to ``cap`` + 1."""
+    def _doc_counts(self, terms: Sequence[str], cap: int) -> tuple[builtins.list[int], int]:
+        """Rows matching each term (whole table, each up to ``cap`` + 1) and the table's size.
+
+        A common word's count comes from the planner's statistics of the tsvector column
+        (``pg_stats.most_common_elems``, ANALYZE's frequency of the ~1,000 most common
+        lexemes): counting it would visit every row that holds it. Other terms are rare by
+        definition (below the list's cut-off) and are counted with the index. Counts are
+        remembered while the table stays within 5% of the size they were taken at."""
         size = self._table_size()
         out: dict[str, int] = {}
         todo = []
@@ -67,16 +73,38 @@ class SearchMixin:
             else:
                 todo.append(t)
         if todo:
-            counts = self._query("SELECT " + ", ".join(
+            common = self._common_lexemes(size) if size > TERM_CACHE_ROWS else {}
+            rows = self._query("SELECT t, querytree(phraseto_tsquery('clawmem', t)) FROM"
+                               " unnest(%s::text[]) t", (todo,))
+            lexeme = {str(t): str(q).strip("'") for t, q in rows}
+            count = [t for t in todo if lexeme.get(t) not in common]
+            found = dict(zip(count, self._query("SELECT " + ", ".join(
                 "(SELECT count(*) FROM (SELECT 1 FROM memories WHERE fts @@"
-                " phraseto_tsquery('clawmem', %s) LIMIT %s) s)" for _ in todo),
-                [x for t in todo for x in (t, cap + 1)])[0]
+                " phraseto_tsquery('clawmem', %s) LIMIT %s) s)" for _ in count),
+                [x for t in count for x in (t, cap + 1)])[0], strict=True)) if count else {}
             if len(self._term_counts) >= TERM_CACHE_MAX:
                 self._term_counts.clear()
-            for t, n in zip(todo, counts, strict=True):
-                out[t] = int(n)
-                self._term_counts[t] = (int(n), size)
-        return [out[t] for t in terms]
+            for t in todo:
+                n = int(found[t]) if t in found else int(common[lexeme[t]] * size)
+                out[t] = n
+                self._term_counts[t] = (n, size)
+        return [out[t] for t in terms], size
+
+    def _common_lexemes(self, size: int) -> dict[str, float]:
+        """Lexeme -> share of rows holding it, for the most common lexemes (ANALYZE's
+        statistics), re-read when the table has grown or shrunk by 5% since."""
+        cached: tuple[dict[str, float], int] | None = getattr(self, "_lexemes", None)
+        if cached is not None and abs(size - cached[1]) <= size * 0.05:
+            return cached[0]
+        rows = self._query(
+            "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats"
+            " WHERE schemaname = current_schema() AND tablename = 'memories' AND"
+            " attname = 'fts'")
+        found: dict[str, float] = {}
+        if rows and rows[0][0] is not None:
+            found = dict(zip(rows[0][0], rows[0][1], strict=False))
+        self._lexemes = (found, size)
+        return found
 
     # --- keyword search ------------------------------------------------------------------------
     def keyword_search(
@@ -86,8 +114,8 @@ class SearchMixin:
         if not folded or limit <= 0:
             return []
         cap = self.options.keyword_candidates
-        counts = self._doc_counts(folded, cap)
-        size = max(self._table_size(), 1)
+        counts, size = self._doc_counts(folded, cap)
+        size = max(size, 1)
         idf = [math.log(1 + (size - n + 0.5) / (n + 0.5)) for n in counts]
         order = sorted(range(len(folded)), key=lambda i: counts[i])
         pickers: builtins.list[int] = []

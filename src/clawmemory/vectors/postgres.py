@@ -32,7 +32,6 @@ __all__ = ["PostgresVectorQueue", "PostgresVectors"]
 log = logging.getLogger("clawmemory")
 F32 = npt.NDArray[np.float32]
 QueueEntry = tuple[str, str, int, int]
-RESCORE = 4  # HNSW candidates per wanted result (at least 100), re-scored exactly
 # The centred score of a row, from pgvector's negative inner product (<#>): parameters are
 # q, c, q·c − c·c, |q − c|, c·c.
 _CENTRED = ("((-(v.embedding <#> %(q)s)) - (-(v.embedding <#> %(c)s)) - %(qc_cc)s)"
@@ -107,6 +106,10 @@ class PostgresVectors:
             return 0
         s = self.store
         with s.write():
+            # A vector is derived data: should a crash lose this commit, the queue row it
+            # deletes comes back with it and the memory is embedded again. So the commit need
+            # not wait for the disk (the records' own commits do).
+            s.execute("SET LOCAL synchronous_commit = off")
             seqs = dict(s.execute("SELECT id, seq FROM memories WHERE namespace = %s AND"
                                   " id = ANY(%s)", (namespace, [i for i, _ in items])).fetchall())
             wanted = [(seqs[i], _unit(v)) for i, v in items if i in seqs]
@@ -159,7 +162,8 @@ class PostgresVectors:
             centre, n = self._recentre(namespace)
         if centre is None or not self.centre_min_rows or n < self.centre_min_rows:
             return None, int(n)
-        return np.asarray(centre, dtype=np.float32), int(n)
+        values = centre.to_numpy() if hasattr(centre, "to_numpy") else centre
+        return np.asarray(values, dtype=np.float32), int(n)
 
     def _recentre(self, namespace: str) -> tuple[Any, int]:
         with self.store.write():
@@ -200,13 +204,16 @@ class PostgresVectors:
 
     def _approximate(self, q: F32, c: F32 | None, score: str, p: dict[str, Any],
                      k: int) -> list[tuple[str, float]]:
-        """HNSW nearest neighbours of q − c, re-scored exactly."""
+        """The HNSW index's ``k`` nearest neighbours of q − c, re-scored exactly."""
         direction = q if c is None else _unit(q - c)
-        p.update(dir=direction, cand=max(k * RESCORE, 100))
-        ef = max(self.store.options.hnsw_ef_search, p["cand"])
+        p.update(dir=direction, cand=k)
+        ef = max(self.store.options.hnsw_ef_search, k)
         with self.store.connection() as conn, conn.transaction():
             conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef)}")
             conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            # The namespace is large (past exact_search_rows): walk the index rather than sort
+            # the namespace, even where the planner's statistics are not current yet.
+            conn.execute("SET LOCAL enable_sort = off")
             rows = conn.execute(
                 f"SELECT m.id, {score} AS s FROM (SELECT v.seq, v.embedding FROM vec_memories v"
                 " WHERE v.namespace = %(ns)s ORDER BY v.embedding <=> %(dir)s LIMIT %(cand)s) v"

@@ -1,0 +1,323 @@
+"""What is particular to the PostgreSQL backend (the shared contract runs on it through
+``conftest.BACKENDS``): selection by address, forget leaving no row behind, tenant policies,
+several processes and several service replicas on one database, and migrations.
+
+Every test runs against a real PostgreSQL with pgvector (the ``postgres_server`` fixture)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import psycopg
+import pytest
+
+from clawmemory import Memory, Settings
+from clawmemory.errors import ConfigError, NotFoundError, StorageError
+from clawmemory.history import History
+from clawmemory.ingest import register_session
+from clawmemory.llm.base import Message
+from clawmemory.store.postgres import PostgresStore
+from conftest import Clock, postgres_url
+
+CLAWMEM = [sys.executable, "-c", "import sys\nfrom clawmemory.interfaces.cli import main\n"
+           "sys.exit(main())\n"]
+SECRETS = ("Xanthoplectra", "Quibbleworth", "Vortigaunt", "Zyzzogeton")
+OTHER = ("Bramblethorn", "Wickerbasket", "Pumpernickel")
+
+
+class HashEmbedder:
+    """Deterministic unit vectors from a text hash: real vector rows without a model."""
+
+    name = "test-hash-16"
+    dimension = 16
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        rows = [np.frombuffer(hashlib.sha256(t.encode()).digest()[:16], np.uint8) for t in texts]
+        out = np.asarray(rows, dtype=np.float32) + 1.0
+        return (out / np.linalg.norm(out, axis=1, keepdims=True)).astype(np.float32)
+
+    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        row: npt.NDArray[np.float32] = self.embed([text])[0]
+        return row
+
+
+@pytest.fixture
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    return postgres_url(request, tmp_path)
+
+
+def table_rows(url: str) -> dict[str, list[str]]:
+    """Every row of every table of the test's schema, as text."""
+    with psycopg.connect(url) as conn:
+        tables = [r[0] for r in conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema ="
+            " current_schema() AND table_type = 'BASE TABLE'").fetchall()]
+        return {t: [r[0] for r in conn.execute(f"SELECT t::text FROM {t} t").fetchall()]
+                for t in tables}
+
+
+def fill(mem: Memory, words: Sequence[str], clock: Clock) -> list[str]:
+    """Every kind of row a tenant leaves: records with tags, metadata and a key, links, a
+    correction chain, a derived memory, an archived memory, entities, vectors, a queued vector,
+    history messages and a summary, the session ledger, a maintenance run."""
+    first, second, third, *_ = words
+    ids = [
+        mem.store(f"{first} met {second} at the {third} pier", key=f"{first}-key",
+                  tags=[first.lower()], metadata={"code": second}, source=third),
+        mem.store(f"Notes about {second} and {third}", kind="preference"),
+    ]
+    mem.link(ids[0], ids[1])
+    mem.correct(ids[1], f"Corrected notes about {second} and {third}")
+    ids.append(mem.store(f"Derived from {first}", source_ids=[ids[0]]))
+    old = mem.store(f"Old news about {first} and {third}")
+    assert mem.store_backend.archive(mem.namespace, [old], at=clock.now) == 1
+    mem.components.vector_writes = "queue"  # one memory left waiting for its vector
+    ids.append(mem.store(f"Queued note on {second}"))
+    mem.components.vector_writes = "sync"
+    mem.store_backend.record_run(mem.namespace, "decay", clock.now, clock.now, "failed", {},
+                                 f"failed on {first}")
+    with History(mem) as history:
+        conv = history.conversation(f"chat:{third}:", session_id=f"s-{third}")
+        conv.append(Message("user", f"I am {first}"))
+        history.store.set_summary(conv.key, f"talked with {second}", covers=1)
+    register_session(mem, f"s-{third}")
+    return ids
+
+
+def mentions(rows: dict[str, list[str]], words: Sequence[str]) -> dict[str, int]:
+    """Per table, how many rows hold any of ``words``."""
+    out = {}
+    for table, texts in rows.items():
+        n = sum(1 for t in texts if any(w.lower() in t.lower() for w in words))
+        if n:
+            out[table] = n
+    return out
+
+
+# --- selection by address ----------------------------------------------------------------------
+def test_memory_open_takes_a_postgresql_address(url: str) -> None:
+    with Memory.open(url, settings=Settings(embedder={"provider": "none"})) as mem:
+        rid = mem.store("the red kayak is in the shed")
+        assert mem.stats()["backend"] == "postgres"
+        assert isinstance(mem.store_backend, PostgresStore)
+    with Memory.open(url, settings=Settings(embedder={"provider": "none"})) as mem:
+        assert [h.memory.id for h in mem.recall("kayak")] == [rid]
+
+
+@pytest.mark.parametrize("address", ["mysql://user@host/db", "https://example.com/memory",
+                                     "sqlite://memory.db", "redis://localhost:6379/0"])
+def test_an_address_no_backend_can_use_is_an_error_and_creates_nothing(
+        address: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    scheme = address.split("://")[0]
+    with pytest.raises(ConfigError, match=f"{scheme}:// addresses are not supported"):
+        Memory.open(address)
+    with pytest.raises(ConfigError, match=f"{scheme}:// addresses are not supported"):
+        Memory.open(address, settings=Settings())  # the settings given: no validation pass
+    done = subprocess.run([*CLAWMEM, "--db", address, "add", "hello"], capture_output=True,
+                          text=True, timeout=120, env={**os.environ,
+                                                       "CLAWMEM_HOME": str(tmp_path / "h")})
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"error: invalid setting db: {scheme}:// addresses are not supported; give a file path"
+        " or a postgresql:// address"]
+    assert list(tmp_path.iterdir()) == []  # no folder named after it, nor a home
+
+
+def test_a_folded_address_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match="turned into a file path"):
+        Memory.open(Path("postgresql://localhost/db"))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_backend_and_address_must_agree(url: str) -> None:
+    with pytest.raises(ConfigError, match='needs a postgresql:// address'):
+        Settings(backend="postgres")
+    with pytest.raises(ConfigError, match="cannot use a postgresql:// address"):
+        Settings(backend="json", db=url)
+
+
+def test_an_unreachable_server_is_a_clear_storage_error(tmp_path: Path) -> None:
+    address = f"postgresql://nobody@/db?host={tmp_path}&connect_timeout=2"
+    with pytest.raises(StorageError, match=r"cannot open PostgreSQL database postgresql://"):
+        Memory.open(address)
+
+
+def test_the_cli_works_on_a_postgresql_address(url: str, tmp_path: Path) -> None:
+    env = {**os.environ, "CLAWMEM_HOME": str(tmp_path / "home"),
+           "CLAWMEM_EMBEDDER__PROVIDER": "none"}
+
+    def clawmem(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*CLAWMEM, "--db", url, "--json", *args], capture_output=True,
+                              text=True, timeout=120, env=env)
+
+    missing = clawmem("stats")
+    assert missing.returncode == 1 and "no clawmemory store at postgresql://" in missing.stderr
+    added = json.loads(clawmem("add", "the blue canoe is at the lake").stdout)
+    hits = json.loads(clawmem("recall", "canoe").stdout)["hits"]
+    assert [h["memory"]["id"] for h in hits] == [added["id"]]
+    assert json.loads(clawmem("stats").stdout)["backend"] == "postgres"
+
+
+# --- forget -------------------------------------------------------------------------------------
+def test_forget_namespace_leaves_no_row_of_the_tenant(url: str, clock: Clock) -> None:
+    store = PostgresStore(url)
+    a = Memory(store, Settings(), namespace="tenant-ozymandias", clock=clock,
+               embedder=HashEmbedder())
+    b = a.with_namespace("tenant-b")
+    fill(a, SECRETS, clock)
+    fill(b, OTHER, clock)
+    before = mentions(table_rows(url), SECRETS)
+    for table in ("memories", "entities", "memories_archive", "messages",
+                  "summaries", "sessions", "maintenance_runs"):
+        assert before.get(table), (table, before)
+    namespaced = {t: n for t, n in mentions(table_rows(url), ["tenant-ozymandias"]).items()}
+    assert {"links", "vec_memories", "vector_queue", "memory_sources", "memory_entities",
+            "vector_centres"} <= set(namespaced)
+    a.forget_namespace()
+    after = table_rows(url)
+    assert mentions(after, [*SECRETS, "tenant-ozymandias"]) == {}
+    assert mentions(after, OTHER)["memories"] == 5  # the other tenant keeps everything
+    assert b.count(include_invalid=True) == 5
+    store.close()
+
+
+def test_forget_one_memory_leaves_no_row_of_it(url: str, clock: Clock) -> None:
+    store = PostgresStore(url)
+    mem = Memory(store, Settings(), clock=clock, embedder=HashEmbedder())
+    mem.store_many({"content": f"ordinary note {i} about gardening"} for i in range(50))
+    secret = mem.store("The vault word is Quizzaciously, said Marguerite", key="vault")
+    derived = mem.store("Summary: Marguerite keeps a vault word", source_ids=[secret])
+    mem.link(secret, derived)
+    newer = mem.correct("vault", "The vault word is Quizzaciously-2, said Marguerite")
+    assert set(mentions(table_rows(url), [secret])) >= {
+        "memories", "links", "memory_sources", "memory_entities"}
+    assert len(table_rows(url)["vec_memories"]) == 53
+    mem.forget(newer.id)  # every version, and what was derived from it alone
+    rows = table_rows(url)
+    assert mentions(rows, ["quizzaciously", "marguerite", secret, derived, newer.id]) == {}
+    assert mem.count() == 50
+    assert len(rows["vec_memories"]) == 50
+    store.close()
+
+
+# --- tenant policies (row-level security) ------------------------------------------------------
+def test_a_role_bound_to_one_tenant_cannot_read_or_write_another(url: str) -> None:
+    owner = PostgresStore(url)
+    settings = Settings(embedder={"provider": "none"})
+    alice = Memory(owner, settings, namespace="alice")
+    alice.store("alice's holiday is in Lisbon")
+    Memory(owner, settings, namespace="bob").store("bob's salary is 91000")
+    owner.bind_tenant_role("tenant_alice", "alice")
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("DROP ROLE IF EXISTS tenant_alice")
+        conn.execute("CREATE ROLE tenant_alice LOGIN")
+        schema = conn.execute("SELECT current_schema()").fetchone()
+        assert schema is not None
+        conn.execute(f"GRANT USAGE ON SCHEMA {schema[0]} TO tenant_alice")
+        conn.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema[0]}"
+                     " TO tenant_alice")
+    as_alice = url.replace("postgresql://postgres:@", "postgresql://tenant_alice@")
+    with psycopg.connect(as_alice) as conn:  # the wall itself, below clawmemory's filters
+        assert conn.execute("SELECT DISTINCT namespace FROM memories").fetchall() == [("alice",)]
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"):
+            conn.execute("INSERT INTO memories (id, namespace, kind, content, created_at,"
+                         " updated_at, fts) VALUES ('x', 'bob', 'fact', 'planted', 0, 0, '')")
+    store = PostgresStore(as_alice)
+    try:
+        assert Memory(store, settings, namespace="bob").count() == 0
+        assert Memory(store, settings, namespace="bob").recall("salary") == []
+        assert [h.memory.content for h in Memory(store, settings, namespace="alice").recall(
+            "Lisbon")] == ["alice's holiday is in Lisbon"]
+        with pytest.raises(StorageError, match="row-level security"):
+            Memory(store, settings, namespace="bob").store("planted by alice")
+    finally:
+        store.close()
+    assert Memory(owner, settings, namespace="bob").count() == 1
+    owner.close()
+
+
+# --- schema -------------------------------------------------------------------------------------
+def test_migrations_are_recorded_once_and_a_foreign_schema_is_refused(
+        url: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    for _ in range(2):
+        PostgresStore(url).close()
+    with psycopg.connect(url) as conn:
+        versions = conn.execute("SELECT version, description FROM schema_version ORDER BY 1")
+        assert versions.fetchall() == [(1, "001_initial.sql"), (2, "002_tenant_policies.sql")]
+    other = postgres_url(request, tmp_path / "other")
+    with psycopg.connect(other, autocommit=True) as conn:
+        conn.execute("CREATE TABLE invoices (id int)")
+    with pytest.raises(StorageError, match="not a clawmemory schema .*invoices"):
+        PostgresStore(other)
+    with psycopg.connect(other) as conn:
+        assert conn.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema"
+                            " = current_schema()").fetchone() == (1,)
+
+
+def test_read_commands_create_nothing(url: str) -> None:
+    with pytest.raises(NotFoundError, match="no clawmemory store at postgresql://"):
+        Memory.open(url, create=False)
+    assert table_rows(url) == {}
+
+
+# --- replicas -----------------------------------------------------------------------------------
+def test_two_stores_on_one_database_see_each_others_writes_and_vectors(
+        url: str, clock: Clock) -> None:
+    """What two service replicas rely on: no cache in one process goes stale when the other
+    writes (keyword, vector and entity search, forget)."""
+    a = Memory(PostgresStore(url), Settings(), clock=clock, embedder=HashEmbedder())
+    b = Memory(PostgresStore(url), Settings(), clock=clock, embedder=HashEmbedder())
+    try:
+        first = a.store("first memory about tulips")
+        assert [h.memory.id for h in b.recall("first memory about tulips", mode="vector")][
+            :1] == [first]
+        new = a.store("second memory about volcanoes near Reykjavik")
+        assert b.recall("second memory about volcanoes near Reykjavik",
+                        mode="vector")[0].memory.id == new
+        assert b.recall("volcanoes", mode="keyword")[0].memory.id == new
+        assert b.entity_info("Reykjavik")["memories"][0].id == new
+        b.forget(new)
+        assert all(h.memory.id != new for h in a.recall("volcanoes Reykjavik", mode="hybrid"))
+    finally:
+        a.close()
+        b.close()
+
+
+def test_the_vector_index_is_used_above_the_exact_threshold(url: str, clock: Clock) -> None:
+    settings = Settings(postgres={"exact_search_rows": 100})
+    store = PostgresStore(url, options=_options(settings))
+    mem = Memory(store, settings, clock=clock, embedder=HashEmbedder())
+    texts = [f"note {i} about {w}" for i, w in enumerate(["tide", "kelp", "reef", "gull"] * 60)]
+    mem.store_many({"content": t} for t in texts)
+    exact = Memory(PostgresStore(url), Settings(), clock=clock, embedder=HashEmbedder())
+    try:
+        for query in ("note 7 about reef", "note 100 about tide", "gull"):
+            approx = [h.memory.id for h in mem.recall(query, mode="vector", limit=5)]
+            assert approx == [h.memory.id for h in exact.recall(query, mode="vector",
+                                                                limit=5)]
+        with store.connection() as conn, conn.transaction():
+            conn.execute("SET LOCAL enable_sort = off")  # as the search sets it
+            plan = "\n".join(r[0] for r in conn.execute(
+                "EXPLAIN SELECT seq FROM vec_memories v WHERE v.namespace = 'default' ORDER BY"
+                " v.embedding <=> (SELECT embedding FROM vec_memories LIMIT 1) LIMIT 20"))
+        assert "vec_memories_hnsw" in plan
+    finally:
+        mem.close()
+        exact.close()
+
+
+def _options(settings: Settings) -> Any:
+    from clawmemory.store.postgres import PostgresOptions
+
+    return PostgresOptions(**settings.postgres.model_dump())

@@ -321,3 +321,65 @@ def _options(settings: Settings) -> Any:
     from clawmemory.store.postgres import PostgresOptions
 
     return PostgresOptions(**settings.postgres.model_dump())
+
+
+# --- copy between backends ----------------------------------------------------------------------
+def snapshot(mem: Memory) -> dict[str, Any]:
+    """Everything a tenant has, as values to compare across backends."""
+    records = mem.list(include_invalid=True, limit=1000, order="oldest")
+    ids = [r.id for r in records]
+    layer = mem.components.entity_layer()
+    assert layer is not None
+    with History(mem) as history:
+        messages = {k: [m.content for m in history.store.all(k)] for k in history.store.keys()}
+        summaries = {k: history.store.summary(k) for k in history.store.keys()}
+    vectors = mem.components.vectors()
+    assert vectors is not None
+    return {
+        "records": [r.to_dict() for r in records],
+        "archive": [e.to_dict() for e in mem.archived(limit=100)],
+        "links": {k: sorted((x.other_id, x.strength, x.origin) for x in v)
+                  for k, v in mem.store_backend.links(mem.namespace, ids).items()},
+        "entities": {k: [(p.canonical_name, p.type, p.aliases, p.mention_count) for p in v]
+                     for k, v in layer[0].entities_of(mem.namespace, ids).items()},
+        "messages": messages, "summaries": summaries,
+        "runs": [(r.job, r.outcome, r.message) for r in mem.store_backend.runs(
+            mem.namespace, 10)],
+        "queued": mem.stats()["vectors_queued"],
+        "vector": [(h.memory.id, round(h.explain.lists["vector"]["cosine"], 5))
+                   for h in mem.recall("notes about the pier", mode="vector", limit=10,
+                                       touch=False)],
+    }
+
+
+def test_clawmem_copy_moves_everything_to_postgresql_and_back(
+        url: str, tmp_path: Path, clock: Clock) -> None:
+    from clawmemory.store.sqlite import SQLiteStore
+
+    source = tmp_path / "agent.db"
+    mems = {}
+    for ns, words in (("default", SECRETS), ("tenant-b", OTHER)):
+        mem = Memory(SQLiteStore(source), Settings(), namespace=ns, clock=clock,
+                     embedder=HashEmbedder())
+        mem.store_many({"content": f"filler note {i} about the pier"} for i in range(60))
+        fill(mem, words, clock)
+        mems[ns] = snapshot(mem)
+        mem.close()
+    env = {**os.environ, "CLAWMEM_HOME": str(tmp_path / "home")}
+    back = tmp_path / "back.db"
+    for a, b in ((str(source), url), (url, str(back))):
+        done = subprocess.run([*CLAWMEM, "--json", "copy", "--from", a, "--to", b],
+                              capture_output=True, text=True, timeout=300, env=env)
+        assert done.returncode == 0, done.stderr
+        report = json.loads(done.stdout)["namespaces"]
+        assert report["default"]["memories"] == 65 and report["default"]["vectors"] == 64, report
+        assert report["default"]["queued"] == 1 and report["tenant-b"]["archived"] == 1
+    for where in (url, str(back)):
+        for ns, expected in mems.items():
+            with Memory.open(where, namespace=ns, clock=clock, embedder=HashEmbedder()) as mem:
+                assert snapshot(mem) == expected, (where, ns)
+    again = subprocess.run([*CLAWMEM, "copy", "--from", str(source), "--to", url],
+                           capture_output=True, text=True, timeout=300, env=env)
+    assert again.returncode == 2
+    assert again.stderr == ("error: the destination already holds memories; copy into an"
+                            " empty store\n")

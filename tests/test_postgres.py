@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -383,3 +384,113 @@ def test_clawmem_copy_moves_everything_to_postgresql_and_back(
     assert again.returncode == 2
     assert again.stderr == ("error: the destination already holds memories; copy into an"
                             " empty store\n")
+
+
+# --- many processes -----------------------------------------------------------------------------
+WORKER = """
+import json, sys, time, traceback
+from clawmemory import Memory, Settings
+
+url, worker, count, start_at, role = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), \\
+    float(sys.argv[4]), sys.argv[5]
+settings = Settings(embedder={"provider": "none"}, postgres={"pool_max_size": 2})
+while time.time() < start_at:
+    time.sleep(0.001)
+ids, errors, recalls, first = [], [], 0, None
+try:
+    mem = Memory.open(url, settings=settings)
+    deadline = time.time() + 120
+    for i in range(count):
+        first = first or time.time()
+        try:
+            if role == "writer":
+                ids.append(mem.store(f"worker {worker} item {i}", tags=[f"w{worker}"],
+                                     metadata={"worker": worker, "i": i},
+                                     session_id=f"s{worker}", kind="episode"))
+            else:
+                mem.recall(f"worker item {i}", limit=5)
+                recalls += 1
+        except Exception:
+            errors.append(traceback.format_exc())
+    mem.close()
+except Exception:
+    errors.append(traceback.format_exc())
+print(json.dumps({"ids": ids, "errors": errors, "recalls": recalls, "first": first,
+                  "last": time.time()}))
+"""
+
+
+def test_eight_processes_storing_while_others_recall_lose_nothing(url: str) -> None:
+    writers, per_writer, readers = 8, 300, 2
+    PostgresStore(url).close()  # the schema exists; the children race on everything else
+    start_at = time.time() + 4.0
+    roles = ["writer"] * writers + ["reader"] * readers
+    children = [subprocess.Popen(
+        [sys.executable, "-c", WORKER, url, str(n), str(per_writer), str(start_at), role],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for n, role in enumerate(roles)]
+    results = []
+    for child in children:
+        out, err = child.communicate(timeout=600)
+        assert child.returncode == 0, err
+        result = json.loads(out.strip().splitlines()[-1])
+        assert result["errors"] == [], result["errors"][0]
+        results.append(result)
+    assert max(r["first"] for r in results) < min(r["last"] for r in results)  # overlapped
+    assert sum(r["recalls"] for r in results) == readers * per_writer
+    ids = [i for r in results for i in r["ids"]]
+    assert len(ids) == len(set(ids)) == writers * per_writer
+    with Memory.open(url, settings=Settings(embedder={"provider": "none"})) as mem:
+        assert mem.count() == writers * per_writer
+        assert {r.id for r in mem.list(limit=10_000)} == set(ids)
+        assert mem.count(tags=["w3"]) == per_writer
+        assert {h.memory.content for h in mem.recall("item 217", limit=20)} >= {
+            f"worker {w} item 217" for w in range(writers)}
+        # each session is one chain of turns: concurrent writers never forked it
+        for w in range(writers):
+            turns = mem.list(session_id=f"s{w}", order="oldest", limit=1000)
+            links = mem.store_backend.links(mem.namespace, [t.id for t in turns])
+            assert sum(1 for t in turns for lk in links[t.id]
+                       if lk.origin == "sequence") == 2 * (per_writer - 1)
+
+
+# --- service replicas ---------------------------------------------------------------------------
+def test_two_serve_replicas_on_one_database_see_each_others_writes(
+        url: str, tmp_path: Path) -> None:
+    """One client, two ``clawmem serve`` processes on one database, round-robin: what one
+    stores the other recalls at once (keyword and vector), what one forgets the other no
+    longer finds. Served with the default local embedder: no process keeps a vector cache
+    that the other's writes could leave stale."""
+    import anyio
+    import mcp_types as types
+    from mcp.client import Client
+    from test_serving import served
+
+    def text(result: types.CallToolResult) -> str:
+        assert not result.is_error, result
+        return "\n".join(c.text for c in result.content if isinstance(c, types.TextContent))
+
+    facts = [("tulip", "The tulips bloom in the north garden in April"),
+             ("kayak", "The red kayak needs a new paddle before summer"),
+             ("violin", "Grandfather's violin is stored in the attic")]
+
+    async def scenario(urls: list[str]) -> None:
+        async with Client(urls[0]) as one, Client(urls[1]) as two:
+            replicas = (one, two)
+            for n, (key, content) in enumerate(facts):
+                writer, reader = replicas[n % 2], replicas[(n + 1) % 2]
+                stored = text(await writer.call_tool("memory_store", {
+                    "content": content, "key": key}))
+                assert key in stored
+                for mode in ("keyword", "vector"):
+                    found = text(await reader.call_tool("memory_recall", {
+                        "query": content, "mode": mode, "limit": 1}))
+                    assert content in found, (mode, found)
+            text(await two.call_tool("memory_forget", {"id": "kayak"}))
+            for mode in ("keyword", "vector", "hybrid"):
+                found = text(await one.call_tool("memory_recall", {
+                    "query": "red kayak paddle", "mode": mode, "limit": 5}))
+                assert "kayak" not in found, (mode, found)
+
+    with served(tmp_path, "127.0.0.1", "127.0.0.1", db=url,
+                env={"CLAWMEM_EMBEDDER__PROVIDER": "local"}) as urls:
+        anyio.run(scenario, urls)

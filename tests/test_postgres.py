@@ -119,14 +119,14 @@ def test_memory_open_takes_a_postgresql_address(url: str) -> None:
 def test_an_address_no_backend_can_use_is_an_error_and_creates_nothing(
         address: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    scheme = address.split("://")[0]
+    scheme = address.split("://", maxsplit=1)[0]
     with pytest.raises(ConfigError, match=f"{scheme}:// addresses are not supported"):
         Memory.open(address)
     with pytest.raises(ConfigError, match=f"{scheme}:// addresses are not supported"):
         Memory.open(address, settings=Settings())  # the settings given: no validation pass
-    done = subprocess.run([*CLAWMEM, "--db", address, "add", "hello"], capture_output=True,
-                          text=True, timeout=120, env={**os.environ,
-                                                       "CLAWMEM_HOME": str(tmp_path / "h")})
+    done = subprocess.run([*CLAWMEM, "--db", address, "add", "hello"], check=False,
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "CLAWMEM_HOME": str(tmp_path / "h")})
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
         f"error: invalid setting db: {scheme}:// addresses are not supported; give a file path"
@@ -159,8 +159,8 @@ def test_the_cli_works_on_a_postgresql_address(url: str, tmp_path: Path) -> None
            "CLAWMEM_EMBEDDER__PROVIDER": "none"}
 
     def clawmem(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([*CLAWMEM, "--db", url, "--json", *args], capture_output=True,
-                              text=True, timeout=120, env=env)
+        return subprocess.run([*CLAWMEM, "--db", url, "--json", *args], check=False,
+                              capture_output=True, text=True, timeout=120, env=env)
 
     missing = clawmem("stats")
     assert missing.returncode == 1 and "no clawmemory store at postgresql://" in missing.stderr
@@ -259,7 +259,7 @@ def test_migrations_are_recorded_once_and_a_foreign_schema_is_refused(
     other = postgres_url(request, tmp_path / "other")
     with psycopg.connect(other, autocommit=True) as conn:
         conn.execute("CREATE TABLE invoices (id int)")
-    with pytest.raises(StorageError, match="not a clawmemory schema .*invoices"):
+    with pytest.raises(StorageError, match=r"not a clawmemory schema .*invoices"):
         PostgresStore(other)
     with psycopg.connect(other) as conn:
         assert conn.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema"
@@ -332,8 +332,9 @@ def snapshot(mem: Memory) -> dict[str, Any]:
     layer = mem.components.entity_layer()
     assert layer is not None
     with History(mem) as history:
-        messages = {k: [m.content for m in history.store.all(k)] for k in history.store.keys()}
-        summaries = {k: history.store.summary(k) for k in history.store.keys()}
+        keys = history.store.keys()
+        messages = {k: [m.content for m in history.store.all(k)] for k in keys}
+        summaries = {k: history.store.summary(k) for k in keys}
     vectors = mem.components.vectors()
     assert vectors is not None
     return {
@@ -370,7 +371,7 @@ def test_clawmem_copy_moves_everything_to_postgresql_and_back(
     back = tmp_path / "back.db"
     for a, b in ((str(source), url), (url, str(back))):
         done = subprocess.run([*CLAWMEM, "--json", "copy", "--from", a, "--to", b],
-                              capture_output=True, text=True, timeout=300, env=env)
+                              check=False, capture_output=True, text=True, timeout=300, env=env)
         assert done.returncode == 0, done.stderr
         report = json.loads(done.stdout)["namespaces"]
         assert report["default"]["memories"] == 65 and report["default"]["vectors"] == 64, report
@@ -380,7 +381,7 @@ def test_clawmem_copy_moves_everything_to_postgresql_and_back(
             with Memory.open(where, namespace=ns, clock=clock, embedder=HashEmbedder()) as mem:
                 assert snapshot(mem) == expected, (where, ns)
     again = subprocess.run([*CLAWMEM, "copy", "--from", str(source), "--to", url],
-                           capture_output=True, text=True, timeout=300, env=env)
+                           check=False, capture_output=True, text=True, timeout=300, env=env)
     assert again.returncode == 2
     assert again.stderr == ("error: the destination already holds memories; copy into an"
                             " empty store\n")
@@ -463,6 +464,7 @@ def test_two_serve_replicas_on_one_database_see_each_others_writes(
     import anyio
     import mcp_types as types
     from mcp.client import Client
+
     from test_serving import served
 
     def text(result: types.CallToolResult) -> str:

@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from clawmemory.model import MemoryRecord
 from clawmemory.store.base import ArchiveEntry, RunRecord, Version, order_versions
-from clawmemory.store.postgres_sql import FTS_EXPR, INSERT, SELECT, fts_args, record_values, row_to_record
+from clawmemory.store.postgres_sql import (
+    FTS_EXPR,
+    INSERT,
+    SELECT,
+    fts_args,
+    record_values,
+)
 
 __all__ = ["LifecycleMixin"]
 

@@ -256,7 +256,6 @@ class PostgresVectorQueue:
         self.store = store
 
     def enqueue(self, namespace: str, ids: Sequence[str], now: float) -> list[QueueEntry]:
-        out: list[QueueEntry] = []
         with self.store.write():
             rows = self.store.execute("SELECT id, seq FROM memories WHERE namespace = %s AND"
                                       " id = ANY(%s)", (namespace, list(ids))).fetchall()
@@ -265,9 +264,8 @@ class PostgresVectorQueue:
                 "INSERT INTO vector_queue (seq, namespace, token, queued_at) VALUES (%s, %s,"
                 " %s, %s) ON CONFLICT (seq) DO UPDATE SET token = excluded.token, queued_at ="
                 " excluded.queued_at, attempts = 0, last_error = NULL", values)
-            out = [(namespace, str(mid), v[0], v[2]) for (mid, _), v in zip(rows, values,
-                                                                           strict=True)]
-        return out
+        return [(namespace, str(mid), v[0], v[2]) for (mid, _), v in zip(rows, values,
+                                                                            strict=True)]
 
     def pending(
         self, namespace: str | None, limit: int, *, after: int = 0,

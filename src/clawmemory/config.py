@@ -458,7 +458,7 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _backend_matches_address(self) -> Settings:
-        is_url = isinstance(self.db, str)
+        is_url = isinstance(self.db, str) and bool(URL_SCHEME.match(self.db))
         if is_url and self.backend == Backend.SQLITE.value:
             self.backend = Backend.POSTGRES.value  # the default backend follows the address
         elif is_url and self.backend != Backend.POSTGRES.value:
@@ -489,7 +489,7 @@ class Settings(BaseSettings):
         return (init_settings, env_settings, toml)
 
     def resolved_db(self) -> Path:
-        if isinstance(self.db, str):
+        if isinstance(self.db, str) and URL_SCHEME.match(self.db):
             raise ConfigError(f"{self.db_label()} is a database address, not a file")
         if self.db is not None:
             return Path(self.db).expanduser()
@@ -499,7 +499,7 @@ class Settings(BaseSettings):
 
     def db_label(self) -> str:
         """The store for messages: the file path, or the address without its password."""
-        if isinstance(self.db, str):
+        if isinstance(self.db, str) and URL_SCHEME.match(self.db):
             return re.sub(r"^(\w+://[^:/@]*):[^@]*@", r"\1:***@", self.db)
         return str(self.resolved_db())
 

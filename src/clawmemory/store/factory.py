@@ -83,12 +83,12 @@ def _is_address(db: object) -> bool:
 
 
 def _open_postgres(settings: Settings, *, create: bool, read_only: bool) -> Store:
-    if not isinstance(settings.db, str):
+    if not _is_address(settings.db):
         raise ConfigError('backend "postgres" needs a postgresql:// address in db'
                           " (--db / CLAWMEM_DB)")
     from clawmemory.store.postgres import PostgresOptions, PostgresStore
 
     r = settings.recall
-    return PostgresStore(settings.db, options=PostgresOptions(**settings.postgres.model_dump()),
+    return PostgresStore(str(settings.db), options=PostgresOptions(**settings.postgres.model_dump()),
                          weights=(r.weight_key, r.weight_content, r.weight_tags,
                                   r.weight_source), read_only=read_only, create=create)

@@ -33,10 +33,12 @@ from clawmemory.store.postgres_lifecycle import LifecycleMixin
 from clawmemory.store.postgres_search import SearchMixin
 from clawmemory.store.postgres_sql import (
     INSERT,
+    INSERT_MANY,
     ORDER_SQL,
     SELECT,
     UPDATE,
     filter_sql,
+    many_values,
     record_values,
     row_to_record,
 )
@@ -249,8 +251,8 @@ class PostgresStore(SearchMixin, LifecycleMixin):
             keyed = [r for r in records if r.key]
             if keyed or len(records) < 50:
                 results = [self._upsert(r, skip_existing_keys) for r in records]
-            else:  # a batch without keys: one pipelined statement per row, no key look-ups
-                self._tx().cursor().executemany(INSERT, [record_values(r) for r in records])
+            else:  # a batch without keys: one statement, no key look-ups
+                self.execute(INSERT_MANY, many_values(records))
                 results = [(r, True) for r in records]
             stored_id = {r.id: res.id for r, (res, _) in zip(records, results, strict=True)}
             pairs = []

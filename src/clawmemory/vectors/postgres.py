@@ -209,11 +209,12 @@ class PostgresVectors:
         p.update(dir=direction, cand=k)
         ef = max(self.store.options.hnsw_ef_search, k)
         with self.store.connection() as conn, conn.transaction():
-            conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef)}")
-            conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             # The namespace is large (past exact_search_rows): walk the index rather than sort
-            # the namespace, even where the planner's statistics are not current yet.
-            conn.execute("SET LOCAL enable_sort = off")
+            # the namespace (enable_sort), even where the planner's statistics are not current
+            # yet; iterative scans keep walking until k rows of this namespace are found.
+            conn.execute("SELECT set_config('hnsw.ef_search', %s, true), set_config("
+                         "'hnsw.iterative_scan', 'relaxed_order', true), set_config("
+                         "'enable_sort', 'off', true)", (str(int(ef)),))
             rows = conn.execute(
                 f"SELECT m.id, {score} AS s FROM (SELECT v.seq, v.embedding FROM vec_memories v"
                 " WHERE v.namespace = %(ns)s ORDER BY v.embedding <=> %(dir)s LIMIT %(cand)s) v"
@@ -260,10 +261,12 @@ class PostgresVectorQueue:
             rows = self.store.execute("SELECT id, seq FROM memories WHERE namespace = %s AND"
                                       " id = ANY(%s)", (namespace, list(ids))).fetchall()
             values = [(int(seq), namespace, random.getrandbits(62), now) for _, seq in rows]
-            self.store._tx().cursor().executemany(
-                "INSERT INTO vector_queue (seq, namespace, token, queued_at) VALUES (%s, %s,"
-                " %s, %s) ON CONFLICT (seq) DO UPDATE SET token = excluded.token, queued_at ="
-                " excluded.queued_at, attempts = 0, last_error = NULL", values)
+            self.store.execute(
+                "INSERT INTO vector_queue (seq, namespace, token, queued_at) SELECT u.seq, %s,"
+                " u.token, %s FROM unnest(%s::bigint[], %s::bigint[]) AS u(seq, token)"
+                " ON CONFLICT (seq) DO UPDATE SET token = excluded.token, queued_at ="
+                " excluded.queued_at, attempts = 0, last_error = NULL",
+                (namespace, now, [v[0] for v in values], [v[2] for v in values]))
         return [(namespace, str(mid), v[0], v[2]) for (mid, _), v in zip(rows, values,
                                                                             strict=True)]
 

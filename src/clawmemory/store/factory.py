@@ -89,6 +89,6 @@ def _open_postgres(settings: Settings, *, create: bool, read_only: bool) -> Stor
     from clawmemory.store.postgres import PostgresOptions, PostgresStore
 
     r = settings.recall
-    return PostgresStore(str(settings.db), options=PostgresOptions(**settings.postgres.model_dump()),
-                         weights=(r.weight_key, r.weight_content, r.weight_tags,
-                                  r.weight_source), read_only=read_only, create=create)
+    options = PostgresOptions(**settings.postgres.model_dump())
+    return PostgresStore(str(settings.db), options=options, read_only=read_only, create=create,
+                         weights=(r.weight_key, r.weight_content, r.weight_tags, r.weight_source))

@@ -496,3 +496,43 @@ def test_two_serve_replicas_on_one_database_see_each_others_writes(
     with served(tmp_path, "127.0.0.1", "127.0.0.1", db=url,
                 env={"CLAWMEM_EMBEDDER__PROVIDER": "local"}) as urls:
         anyio.run(scenario, urls)
+
+
+def test_connection_settings_apply_without_losing_the_address_options(url: str) -> None:
+    settings = Settings(embedder={"provider": "none"},
+                        postgres={"statement_timeout_ms": 1500, "pool_max_size": 3})
+    store = PostgresStore(url, options=_options(settings))
+    try:
+        assert store._query("SHOW statement_timeout") == [("1500ms",)]
+        schema = store._query("SELECT current_schema()")[0][0]
+        assert schema.startswith("t_")  # the address's search_path still applies
+        with pytest.raises(StorageError, match="statement timeout"):
+            store._query("SELECT pg_sleep(3)")
+    finally:
+        store.close()
+
+
+class SmallEmbedder(HashEmbedder):
+    name = "test-hash-8"
+    dimension = 8
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        return super().embed(texts)[:, :8] / np.sqrt(0.5)
+
+
+def test_another_embedder_disables_vectors_until_reindex(
+        url: str, clock: Clock, caplog: pytest.LogCaptureFixture) -> None:
+    with Memory(PostgresStore(url), Settings(), clock=clock, embedder=HashEmbedder()) as mem:
+        mem.store("the quick brown fox")
+        mem.with_namespace("bob").store("bob's note about violins")
+    store = PostgresStore(url)
+    with Memory(store, Settings(), clock=clock, embedder=SmallEmbedder()) as mem:
+        assert mem.recall("quick fox")  # keyword recall still works
+        assert "vector search disabled" in mem.stats()["vectors"]
+        assert "holds 16-d vectors from 'test-hash-16'" in mem.stats()["vectors"]
+        assert mem.reindex() == 2  # every namespace
+        assert mem.recall("quick fox", mode="vector")[0].memory.content == "the quick brown fox"
+        assert mem.with_namespace("bob").recall("violins", mode="vector")
+        assert store._query("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE"
+                            " attrelid = 'vec_memories'::regclass AND attname = 'embedding'"
+                            ) == [("vector(8)",)]

@@ -68,6 +68,21 @@ def _driver() -> tuple[Any, Any]:
     return psycopg, psycopg_pool
 
 
+def _connection_params(url: str, o: PostgresOptions) -> dict[str, Any]:
+    """libpq parameters added to the address: the connect timeout unless the address sets
+    one, and the statement timeout appended to any ``options`` it gives (a search_path)."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    given = conninfo_to_dict(url)
+    params: dict[str, Any] = {}
+    if "connect_timeout" not in given:
+        params["connect_timeout"] = max(1, round(o.connect_timeout_s))
+    if o.statement_timeout_ms:
+        params["options"] = " ".join(filter(None, (
+            str(given.get("options") or ""), f"-c statement_timeout={o.statement_timeout_ms}")))
+    return params
+
+
 class PostgresOptions:
     """Connection settings (``[postgres]`` in the config, docs/configuration.md)."""
 
@@ -110,9 +125,7 @@ class PostgresStore(SearchMixin, LifecycleMixin):
         self._term_counts: dict[str, tuple[int, int]] = {}
         self._ns_counts: dict[str, tuple[int, float]] = {}
         o = self.options
-        params: dict[str, Any] = {"connect_timeout": max(1, round(o.connect_timeout_s))}
-        if o.statement_timeout_ms:
-            params["options"] = f"-c statement_timeout={int(o.statement_timeout_ms)}"
+        params = _connection_params(url, o)
         try:
             with psycopg.connect(url, autocommit=True, **params) as conn:
                 self.schema_name = str(conn.execute("SELECT current_schema()").fetchone())

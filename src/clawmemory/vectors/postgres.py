@@ -158,7 +158,8 @@ class PostgresVectors:
         if not rows:
             return None, 0
         centre, n, added = rows[0]
-        if added * 10 >= max(n, 1) or (centre is None and n + added >= self.centre_min_rows):
+        stale = added * 10 >= max(n, 1) or (centre is None and n + added >= self.centre_min_rows)
+        if stale and not self.store.read_only:
             centre, n = self._recentre(namespace)
         if centre is None or not self.centre_min_rows or n < self.centre_min_rows:
             return None, int(n)

@@ -124,13 +124,14 @@ def test_an_address_no_backend_can_use_is_an_error_and_creates_nothing(
         Memory.open(address)
     with pytest.raises(ConfigError, match=f"{scheme}:// addresses are not supported"):
         Memory.open(address, settings=Settings())  # the settings given: no validation pass
-    done = subprocess.run([*CLAWMEM, "--db", address, "add", "hello"], check=False,
-                          capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "CLAWMEM_HOME": str(tmp_path / "h")})
-    assert done.returncode == 2
-    assert done.stderr.splitlines() == [
-        f"error: invalid setting db: {scheme}:// addresses are not supported; give a file path"
-        " or a postgresql:// address"]
+    if scheme == "mysql":  # and through the command line (a process start: once is enough)
+        done = subprocess.run([*CLAWMEM, "--db", address, "add", "hello"], check=False,
+                              capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "CLAWMEM_HOME": str(tmp_path / "h")})
+        assert done.returncode == 2
+        assert done.stderr.splitlines() == [
+            f"error: invalid setting db: {scheme}:// addresses are not supported; give a file"
+            " path or a postgresql:// address"]
     assert list(tmp_path.iterdir()) == []  # no folder named after it, nor a home
 
 

@@ -441,6 +441,9 @@ class PostgresStore(SearchMixin, LifecycleMixin):
                                              self.options.hnsw_ef_construction)
                 finally:
                     conn.execute("RESET maintenance_work_mem")
+                # Fresh statistics for the planner and for keyword search's common words,
+                # without waiting for autovacuum to notice the load.
+                conn.execute("ANALYZE memories, vec_memories")
 
     def bind_tenant_role(self, role: str, namespace: str) -> None:
         """Let the PostgreSQL role ``role`` see (only) ``namespace``'s rows: the row-level

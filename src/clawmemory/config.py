@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import logging
 import os
+import re
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
@@ -50,6 +51,7 @@ __all__ = [
     "LLMProviderName",
     "LLMSettings",
     "MaintenanceSettings",
+    "PostgresSettings",
     "RecallSettings",
     "Section",
     "ServerSettings",
@@ -64,6 +66,7 @@ class Backend(StrEnum):
     SQLITE = "sqlite"
     MEMORY = "memory"
     JSON = "json"
+    POSTGRES = "postgres"
     NONE = "none"
 
 
@@ -96,6 +99,30 @@ class StorageSettings(Section):
     max_metadata_depth: int = Field(default=20, ge=1, le=100)
     mirror_dir: Path | None = None  # write each memory through to Markdown files here (002)
     sequence_links: bool = True  # link each episode to the previous turn of its session
+
+
+class PostgresSettings(Section):
+    """The PostgreSQL backend (docs/postgres.md): its connection pool, timeouts and the vector
+    index. The address itself is ``db`` (``postgresql://...``)."""
+
+    pool_min_size: int = Field(default=1, ge=0, le=1000)  # connections kept open per process
+    pool_max_size: int = Field(default=10, ge=1, le=1000)  # at most this many per process
+    connect_timeout_s: float = Field(default=10.0, gt=0, le=600)  # to open the pool
+    pool_timeout_s: float = Field(default=30.0, gt=0, le=3600)  # waiting for a free connection
+    statement_timeout_ms: int = Field(default=0, ge=0, le=2**31 - 1)  # 0 = the server's
+    hnsw_m: int = Field(default=16, ge=2, le=100)  # pgvector HNSW graph degree (at creation)
+    hnsw_ef_construction: int = Field(default=64, ge=4, le=1000)  # HNSW build quality
+    hnsw_ef_search: int = Field(default=100, ge=1, le=1000)  # HNSW search breadth
+    # A namespace with fewer vectors is searched exactly (no index), as SQLite searches all.
+    exact_search_rows: int = Field(default=5_000, ge=0)
+    # Keyword candidates picked by the rarest query terms before the full OR query (ADR 0015).
+    keyword_candidates: int = Field(default=10_000, ge=100)
+
+    @model_validator(mode="after")
+    def _pool_bounds(self) -> PostgresSettings:
+        if self.pool_min_size > self.pool_max_size:
+            raise ValueError("pool_min_size must not exceed pool_max_size")
+        return self
 
 
 class EmbedderSettings(Section):
@@ -432,9 +459,10 @@ class Settings(BaseSettings):
         allow_inf_nan=False,
     )
 
-    db: Path | None = None  # storage file; None = default_home()/memory.db (or memory.json)
+    # storage file, or a postgresql:// address; None = default_home()/memory.db (or .json)
+    db: Path | str | None = None
     namespace: str = Field(default="default", min_length=1, max_length=256)
-    backend: str = Backend.SQLITE.value  # sqlite | memory | json | none (unknown -> none)
+    backend: str = Backend.SQLITE.value  # sqlite | memory | json | postgres | none
     log_level: str = "WARNING"
     storage: StorageSettings = Field(default_factory=StorageSettings)
     recall: RecallSettings = Field(default_factory=RecallSettings)
@@ -449,12 +477,41 @@ class Settings(BaseSettings):
     cognition: CognitionSettings = Field(default_factory=CognitionSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
+    postgres: PostgresSettings = Field(default_factory=PostgresSettings)
 
     def __init__(self, **values: Any) -> None:
         try:
             super().__init__(**values)
         except ValidationError as exc:
             raise ConfigError(_describe(exc, type(self))) from exc
+
+    @field_validator("db")
+    @classmethod
+    def _address(cls, value: Path | str | None) -> Path | str | None:
+        """A file path stays a Path; an address (``scheme://...``) stays text, since a Path
+        would fold its ``//``. Only postgresql:// addresses are usable: any other scheme is
+        refused here instead of becoming a file named after it."""
+        if not isinstance(value, str):
+            return value
+        if URL_SCHEME.match(value):
+            if not value.lower().startswith(("postgresql://", "postgres://")):
+                raise ValueError(f"{value.split('://')[0]}:// addresses are not supported; give"
+                                 " a file path or a postgresql:// address")
+            return value
+        return Path(value)
+
+    @model_validator(mode="after")
+    def _backend_matches_address(self) -> Settings:
+        is_url = isinstance(self.db, str) and bool(URL_SCHEME.match(self.db))
+        if is_url and self.backend == Backend.SQLITE.value:
+            self.backend = Backend.POSTGRES.value  # the default backend follows the address
+        elif is_url and self.backend != Backend.POSTGRES.value:
+            raise ValueError(f"backend {self.backend!r} cannot use a postgresql:// address;"
+                             " give a file path, or backend = \"postgres\"")
+        elif self.backend == Backend.POSTGRES.value and not is_url:
+            raise ValueError("backend \"postgres\" needs a postgresql:// address in db"
+                             " (--db / CLAWMEM_DB)")
+        return self
 
     @field_validator("log_level")
     @classmethod
@@ -476,10 +533,22 @@ class Settings(BaseSettings):
         return (init_settings, env_settings, toml)
 
     def resolved_db(self) -> Path:
+        if isinstance(self.db, str) and URL_SCHEME.match(self.db):
+            raise ConfigError(f"{self.db_label()} is a database address, not a file")
         if self.db is not None:
             return Path(self.db).expanduser()
         suffix = ".json" if self.backend == Backend.JSON.value else ".db"
         return default_home() / f"memory{suffix}"
+
+
+    def db_label(self) -> str:
+        """The store for messages: the file path, or the address without its password."""
+        if isinstance(self.db, str) and URL_SCHEME.match(self.db):
+            return re.sub(r"^(\w+://[^:/@]*):[^@]*@", r"\1:***@", self.db)
+        return str(self.resolved_db())
+
+
+URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
 def config_path() -> Path:

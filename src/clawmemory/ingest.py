@@ -151,6 +151,12 @@ def session_ledger(mem: Memory) -> SessionLedger:
     store = mem.store_backend
     if isinstance(store, SQLiteStore):
         return _SQLiteLedger(store)
+    if store.backend == "postgres":
+        from clawmemory.history.postgres import PostgresLedger
+        from clawmemory.store.postgres import PostgresStore
+
+        assert isinstance(store, PostgresStore)
+        return PostgresLedger(store)
     with _LEDGERS_LOCK:
         ledger = _PROCESS_LEDGERS.get(store)
         if ledger is None:

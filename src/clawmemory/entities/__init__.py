@@ -102,6 +102,10 @@ def entity_index_for(store: Any) -> EntityIndex | None:
         from clawmemory.entities.sqlite import SQLiteEntityIndex
 
         return SQLiteEntityIndex(store)
+    if backend == "postgres":
+        from clawmemory.entities.postgres import PostgresEntityIndex
+
+        return PostgresEntityIndex(store)
     if backend in ("memory", "json"):
         from clawmemory.entities.memory import MemoryEntityIndex
 

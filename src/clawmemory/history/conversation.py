@@ -89,6 +89,12 @@ def history_store(mem: Memory) -> HistoryStore:
         from clawmemory.history.sqlite import SQLiteHistoryStore
 
         return SQLiteHistoryStore(backend, mem.namespace, clock=mem.clock)
+    if backend.backend == "postgres":
+        from clawmemory.history.postgres import PostgresHistoryStore
+        from clawmemory.store.postgres import PostgresStore
+
+        assert isinstance(backend, PostgresStore)
+        return PostgresHistoryStore(backend, mem.namespace, clock=mem.clock)
     if backend.backend == "none":
         return NullHistoryStore()
     with _PROCESS_LOCK:

@@ -96,7 +96,7 @@ app = typer.Typer(
 class _Globals:
     """The options given before the command."""
 
-    db: Path | None = None
+    db: str | None = None  # a file path or a postgresql:// address
     namespace: str | None = None
     backend: Backend | None = None
     json: bool = False
@@ -180,7 +180,7 @@ def _open(
 
 @contextmanager
 def _open_memory(
-    db: Path | None, namespace: str | None, backend: str | None, *, create: bool = True
+    db: str | Path | None, namespace: str | None, backend: str | None, *, create: bool = True
 ) -> Iterator[Memory]:
     """Settings from the file and environment, with the command line on top (None = not given)."""
     settings = load_settings(db=db, namespace=namespace, backend=backend)
@@ -356,9 +356,10 @@ def _show_version(value: bool) -> None:
 def _global_options(
     ctx: typer.Context,
     *,
-    db: Annotated[Path | None, typer.Option(
-        "--db", envvar="CLAWMEM_DB", metavar="PATH",
-        help="Database file. Default: ~/.clawmemory/memory.db (or $CLAWMEM_HOME).")] = None,
+    db: Annotated[str | None, typer.Option(
+        "--db", envvar="CLAWMEM_DB", metavar="PATH|URL",
+        help="Database file, or a postgresql:// address (docs/postgres.md). Default:"
+        " ~/.clawmemory/memory.db (or $CLAWMEM_HOME).")] = None,
     namespace: Annotated[str | None, typer.Option(
         "--namespace", "-n", envvar="CLAWMEM_NAMESPACE", metavar="NS",
         help="Namespace (tenant) to work in. Default: default.")] = None,

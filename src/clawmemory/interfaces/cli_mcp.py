@@ -71,7 +71,7 @@ def mcp_cmd(ctx: typer.Context, dialect: DialectOpt = DEFAULT_DIALECT) -> None:
     with _open(ctx) as mem, _stop_on_sigterm():
         server = build_server(mem, key)
         log.info("serving MCP on stdio: dialect %s, namespace %s, database %s; %s", key,
-                 mem.namespace, mem.settings.resolved_db(), mem.components.warm_note)
+                 mem.namespace, mem.settings.db_label(), mem.components.warm_note)
         serve_stdio(server)
 
 
@@ -125,7 +125,7 @@ def serve_cmd(
             bound = int(sock.getsockname()[1])
             url = f"http://{url_host(host.strip())}:{bound}{HTTP_PATH}"
             data: dict[str, Any] = {"url": url, "dialect": key, "namespace": mem.namespace,
-                                    "db": str(mem.settings.resolved_db()),
+                                    "db": str(mem.settings.db_label()),
                                     "warm_up": mem.components.warm_note}
             line = (f"clawmemory MCP server at {url} (dialect {key}, namespace "
                     f"{mem.namespace}, database {data['db']}; {data['warm_up']})")

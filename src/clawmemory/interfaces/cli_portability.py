@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ExportFormat", "ImportSource", "register"]
 
-COMMANDS = ("export", "import")
+COMMANDS = ("export", "import", "copy")
 
 
 class ExportFormat(StrEnum):
@@ -63,12 +63,14 @@ _FORMATS_EPILOG = "Formats (--from):\n\n" + "\n\n".join(
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``export`` and ``import`` to ``app``, replacing earlier commands of those names."""
+    """Add ``export``, ``import`` and ``copy`` to ``app``, replacing earlier commands of those
+    names."""
     app.registered_commands = [
         c for c in app.registered_commands if _command_name(c) not in COMMANDS
     ]
     app.command("export")(_guarded(export_cmd))
     app.command("import", epilog=_FORMATS_EPILOG)(_guarded(import_cmd))
+    app.command("copy")(_guarded(copy_cmd))
 
 
 def _command_name(info: Any) -> str | None:
@@ -223,3 +225,49 @@ def _run_import(mem: Memory, path: str, source: ImportSource, dry_run: bool,
                   max_chars=mem.settings.storage.max_content_chars, progress=bar, **options)
     bar.phase("checking" if dry_run else "writing")
     return dict(mem.import_records(parsed, dry_run=dry_run)), path
+
+
+# --- copy between backends ----------------------------------------------------------------------
+def copy_cmd(
+    ctx: typer.Context,
+    source: Annotated[str, typer.Option(
+        "--from", metavar="PATH|URL", help="The store to copy: a SQLite file or a"
+        " postgresql:// address.")],
+    destination: Annotated[str, typer.Option(
+        "--to", metavar="PATH|URL", help="An empty store to copy into (created if needed).")],
+    progress: Annotated[bool | None, typer.Option(
+        "--progress/--no-progress",
+        help="Show a progress bar (default: only at a terminal, never with --json).")] = None,
+) -> None:
+    """Copy a whole store to another backend: every namespace's memories, archive, links,
+    entities, history, sessions, maintenance runs, vectors and vector queue. The destination
+    must be empty; afterwards every count is compared (a difference exits 2).
+
+    Example: clawmem copy --from agent.db --to postgresql://clawmem@db.internal/memory
+    """
+    from clawmemory.config import load_settings
+    from clawmemory.model import Filter
+    from clawmemory.store.factory import open_store
+    from clawmemory.store.transfer import COUNTED, copy_store
+
+    src = open_store(load_settings(db=source), create=False, read_only=True)
+    try:
+        dst = open_store(load_settings(db=destination))
+        try:
+            total = sum(src.count(ns, Filter(include_invalid=True)) for ns in src.namespaces())
+            with _progress_bar(_show_progress(ctx, progress)) as bar:
+                done = [0]
+
+                def tick(n: int) -> None:
+                    done[0] += n
+                    bar(done[0], total)
+
+                report = copy_store(src, dst, tick)
+        finally:
+            dst.close()
+    finally:
+        src.close()
+    lines = [f"copied {len(report)} namespace(s); counts match:"] + [
+        f"  {ns}: " + ", ".join(f"{c[k]} {k}" for k in COUNTED if c[k])
+        for ns, c in report.items()]
+    _emit(ctx, {"namespaces": report}, _line("\n".join(lines)))

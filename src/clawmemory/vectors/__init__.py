@@ -15,6 +15,12 @@ def vector_store_for(store: Store, *, centre_min_rows: int = 50) -> VectorStore 
     from clawmemory.store.memory import MemoryStore
     from clawmemory.store.sqlite import SQLiteStore
 
+    if store.backend == "postgres":
+        from clawmemory.store.postgres import PostgresStore
+        from clawmemory.vectors.postgres import PostgresVectors
+
+        assert isinstance(store, PostgresStore)
+        return PostgresVectors(store, centre_min_rows)
     if isinstance(store, SQLiteStore):
         from clawmemory.vectors.sqlite import SQLiteVectors
 

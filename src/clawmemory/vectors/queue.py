@@ -7,18 +7,36 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from clawmemory.store.base import Store
     from clawmemory.store.sqlite import SQLiteStore
 
-__all__ = ["QueueEntry", "VectorQueue"]
+__all__ = ["QueueEntry", "SQLiteVectorQueue", "VectorQueue"]
 
 QueueEntry = tuple[str, str, int, int]  # namespace, memory id, seq, token
 _CHUNK = 500  # bound on bound parameters per statement
 
 
-class VectorQueue:
+class VectorQueue(Protocol):
+    """Memories waiting for their vector, in the store's own tables (SQLite here,
+    ``vectors/postgres.py`` on PostgreSQL)."""
+
+    @property
+    def store(self) -> Store: ...
+
+    def enqueue(self, namespace: str, ids: Sequence[str], now: float) -> list[QueueEntry]: ...
+
+    def pending(self, namespace: str | None, limit: int, *, after: int = 0,
+                max_attempts: int | None = None) -> list[QueueEntry]: ...
+
+    def size(self, namespace: str | None) -> int: ...
+
+    def failed(self, seqs: Sequence[int], error: str) -> None: ...
+
+
+class SQLiteVectorQueue:
     def __init__(self, store: SQLiteStore) -> None:
         self.store = store
 

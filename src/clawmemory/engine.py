@@ -14,6 +14,7 @@ from typing import Any
 from clawmemory.components import Components
 from clawmemory.config import Settings, load_settings
 from clawmemory.engine_io import ImportReport, PortabilityMixin
+from clawmemory.engine_service import ServiceMixin
 from clawmemory.errors import ClawMemoryError, InvalidInputError, NotFoundError
 from clawmemory.model import Filter, Hit, MemoryRecord, kind_policy, normalize_kind
 from clawmemory.search.pipeline import RecallRequest, Retriever
@@ -54,7 +55,7 @@ def _confidence(value: Any) -> float:
     return float(value)
 
 
-class Memory(WritePathMixin, PortabilityMixin):
+class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
     """Long-term memory for one namespace (tenant) over one store.
 
     >>> with Memory.open("/tmp/demo.db") as mem:           # doctest: +SKIP
@@ -517,11 +518,17 @@ class Memory(WritePathMixin, PortabilityMixin):
         limit: int = 50,
         offset: int = 0,
         order: str = "newest",
+        created_after: Any = None,
+        created_before: Any = None,
     ) -> builtins.list[MemoryRecord]:
+        """Memories matching the filters (``created_after`` inclusive, ``created_before``
+        exclusive: epoch seconds or ISO-8601), in ``order``."""
         if not isinstance(order, str) or order not in ORDERS:
             raise InvalidInputError(f"order must be one of {', '.join(ORDERS)}")
         flt = self._filter(kind=kind, tags=tags, session_id=session_id, metadata=metadata,
-                           source=source, include_invalid=include_invalid)
+                           source=source, include_invalid=include_invalid,
+                           created_after=check_time(created_after, "created_after"),
+                           created_before=check_time(created_before, "created_before"))
         return self.store_backend.list(
             self.namespace,
             flt,

@@ -100,6 +100,8 @@ class _Globals:
     namespace: str | None = None
     backend: Backend | None = None
     json: bool = False
+    url: str | None = None  # a clawmemory server to talk to instead of a local store
+    api_key: str | None = None
 
 
 # --- error boundary ------------------------------------------------------------------------------

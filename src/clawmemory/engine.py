@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import builtins
 import logging
+import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -98,6 +99,7 @@ class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
         embedder: Any = _UNSET,
         create: bool = True,
         read_only: bool = False,
+        api_key: str | None = None,
     ) -> Memory:
         """Open (creating if needed) a memory store. With no path, the default location under
         the user's home (``~/.clawmemory/memory.db``) or ``CLAWMEM_DB`` is used.
@@ -105,7 +107,16 @@ class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
         ``create=False``: a store that does not exist yet is a NotFoundError (nothing is
         created). ``read_only=True``: the file is only read; recall works and leaves access
         counts unchanged. A file that is not a clawmemory store is refused (StorageError)
-        before anything is written to it."""
+        before anything is written to it.
+
+        ``path`` an ``http(s)://`` URL: the memory of a clawmemory server (``clawmem serve``)
+        over its REST API, with the same methods (``client.RemoteMemory``); ``api_key``, or
+        ``CLAWMEM_API_KEY``, is sent as its bearer key."""
+        if isinstance(path, str) and path.startswith(("http://", "https://")):
+            from clawmemory.client.remote import RemoteMemory
+
+            return RemoteMemory(path, api_key=api_key or os.environ.get("CLAWMEM_API_KEY"),
+                                namespace=namespace, settings=settings)
         if settings is None:
             settings = load_settings(db=path, namespace=namespace, backend=backend)
         else:

@@ -26,7 +26,7 @@ def digest(key: str) -> str:
 
 def _split(key: str) -> str | None:
     """The id part of a well-formed key, else None."""
-    parts = key.split("_")
+    parts = key.split("_", 2)  # the secret (base64url) may hold "_" itself
     if len(parts) != 3 or parts[0] != KEY_PREFIX or len(parts[1]) != 2 * _ID_BYTES:
         return None
     return parts[1]

@@ -83,7 +83,8 @@ app = typer.Typer(
     name="clawmem",
     help="clawmemory: local-first long-term memory for LLM agents.\n\n"
     "Global options go before the command. Environment: CLAWMEM_DB, CLAWMEM_NAMESPACE,"
-    " CLAWMEM_BACKEND, CLAWMEM_CONFIG, CLAWMEM_HOME, CLAWMEM_DEBUG.\n\n"
+    " CLAWMEM_BACKEND, CLAWMEM_URL, CLAWMEM_API_KEY, CLAWMEM_CONFIG, CLAWMEM_HOME,"
+    " CLAWMEM_DEBUG.\n\n"
     "Example: clawmem --db agent.db --json recall \"dark theme\"",
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -166,13 +167,24 @@ def _globals(ctx: typer.Context) -> _Globals:
 
 @contextmanager
 def _open(
-    ctx: typer.Context, *, create: bool = True, defer_vectors: bool = False
+    ctx: typer.Context, *, create: bool = True, defer_vectors: bool = False, local: bool = False
 ) -> Iterator[Memory]:
     """The command's Memory. Commands that only read (or forget) pass ``create=False``: they
     never create a store where there was none. ``defer_vectors``: writes only queue their
     vectors, so the command never loads the embedding model (the server, `maintain` or
-    `backfill` fill them)."""
+    `backfill` fill them). With ``--url`` / ``CLAWMEM_URL`` it is the server's memory
+    (``RemoteMemory``: nothing is loaded here); ``local``: the command needs the database
+    itself and refuses a URL."""
     g = _globals(ctx)
+    if g.url:
+        if local:
+            raise ConfigError(f"`{ctx.command_path}` works where the database is; it"
+                              " cannot run through a server (unset --url / CLAWMEM_URL)")
+        from clawmemory.client.remote import RemoteMemory
+
+        with RemoteMemory(g.url, api_key=g.api_key, namespace=g.namespace) as remote:
+            yield remote
+        return
     backend = g.backend.value if g.backend else None
     with _open_memory(g.db, g.namespace, backend, create=create) as mem:
         if defer_vectors:
@@ -369,11 +381,21 @@ def _global_options(
         help="Storage backend. Default: sqlite.")] = None,
     as_json: Annotated[bool, typer.Option(
         "--json", help="Machine output: one JSON document on stdout.")] = False,
+    url: Annotated[str | None, typer.Option(
+        "--url", envvar="CLAWMEM_URL", metavar="URL",
+        help="Talk to a clawmemory server (clawmem serve) instead of a local database,"
+        " e.g. http://127.0.0.1:8765.")] = None,
+    api_key: Annotated[str | None, typer.Option(
+        "--api-key", envvar="CLAWMEM_API_KEY", metavar="KEY",
+        help="The server's API key (clawmem keys create), with --url.")] = None,
     version: Annotated[bool, typer.Option(
         "--version", callback=_show_version, is_eager=True,
         help="Print the version and exit.")] = False,
 ) -> None:
-    ctx.obj = _Globals(db=db, namespace=namespace, backend=backend, json=as_json)
+    if url is not None and not url.startswith(("http://", "https://")):
+        _fail(f"--url must be an http:// or https:// address, not {url!r}", EXIT_USAGE)
+    ctx.obj = _Globals(db=db, namespace=namespace, backend=backend, json=as_json, url=url,
+                       api_key=api_key)
     if ctx.invoked_subcommand is None:
         typer.echo(ctx.get_help())
 
@@ -596,7 +618,7 @@ def recall_cmd(
     Example: clawmem recall "dark theme" --explain
     """
     with _open(ctx, create=False) as mem:
-        if not archive and (mode or "").lower() != "keyword":
+        if not archive and (mode or "").lower() != "keyword" and not _globals(ctx).url:
             _catch_up_vectors(mem)
         hits: list[Hit] = mem.recall(query, limit=limit, kind=kind or None, tags=_tags(tag, tags),
                           session_id=session, metadata=_meta(meta),

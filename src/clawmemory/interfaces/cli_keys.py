@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from clawmemory.auth import ApiKey, Keys, Role, key_store_for
-from clawmemory.errors import ConfigError
-from clawmemory.interfaces.cli import _emit, _globals, _guarded, _line, _open, _print, _show
+from clawmemory.interfaces.cli import _emit, _guarded, _line, _open, _print, _show
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -26,7 +25,8 @@ __all__ = ["register"]
 keys_app = typer.Typer(
     name="keys",
     help="API keys of the server: each is bound to namespaces with a role (read, write,"
-    " admin). Once any key exists, every REST, inspector and MCP request needs one.",
+    " admin). Once any key exists, every REST, inspector and MCP request needs one.\n\n"
+    "Example: clawmem keys create --namespace alice --role write",
     no_args_is_help=True,
 )
 
@@ -69,8 +69,7 @@ def create_cmd(
 
     Example: clawmem keys create --namespace alice --role write
     """
-    _refuse_remote(ctx)
-    with _open(ctx) as mem:
+    with _open(ctx, local=True) as mem:
         record, secret = Keys(key_store_for(mem.store_backend)).create(namespace, role, label)
     data = {**record.to_dict(), "key": secret}
     _emit(ctx, data, _line(f"created key {record.id} ({record.role.value} on "
@@ -84,8 +83,7 @@ def list_cmd(ctx: typer.Context) -> None:
 
     Example: clawmem keys list
     """
-    _refuse_remote(ctx)
-    with _open(ctx, create=False) as mem:
+    with _open(ctx, create=False, local=True) as mem:
         keys = Keys(key_store_for(mem.store_backend)).list()
     _emit(ctx, {"keys": [k.to_dict() for k in keys]},
           _print(lambda: _table(keys)) if keys else _line("no API keys"))
@@ -101,13 +99,7 @@ def revoke_cmd(
 
     Example: clawmem keys revoke 3f2a9c0d1e4b
     """
-    _refuse_remote(ctx)
-    with _open(ctx, create=False) as mem:
+    with _open(ctx, create=False, local=True) as mem:
         record = Keys(key_store_for(mem.store_backend)).revoke(key_id)
     _emit(ctx, record.to_dict(), _line(f"revoked key {record.id}"))
 
-
-def _refuse_remote(ctx: typer.Context) -> None:
-    if _globals(ctx).url:
-        raise ConfigError("API keys are managed where the database is: run `clawmem keys` on"
-                          " the server's machine (without --url / CLAWMEM_URL)")

@@ -70,7 +70,7 @@ def mcp_cmd(ctx: typer.Context, dialect: DialectOpt = DEFAULT_DIALECT) -> None:
     _require_sdk()
     from clawmemory.interfaces.mcp import build_server, serve_stdio
 
-    with _open(ctx) as mem, _stop_on_sigterm():
+    with _open(ctx, local=True) as mem, _stop_on_sigterm():
         server = build_server(mem, key)
         log.info("serving MCP on stdio: dialect %s, namespace %s, database %s; %s", key,
                  mem.namespace, mem.settings.resolved_db(), mem.components.warm_note)
@@ -113,7 +113,7 @@ def serve_cmd(
     extra = _checked_hosts(allow_host)  # before anything is opened
     if not loopback:
         _refuse_unless_keys(ctx, host, None)
-    with _open(ctx) as mem, _stop_on_sigterm():
+    with _open(ctx, local=True) as mem, _stop_on_sigterm():
         keys = keys_for(mem.store_backend)
         if not loopback:
             _refuse_unless_keys(ctx, host, keys)

@@ -88,7 +88,7 @@ router = APIRouter(include_in_schema=False)
 
 # --- login ---------------------------------------------------------------------------------------
 @router.get("/login")
-def login_page(request: Request, next: str = "/") -> HTMLResponse:  # noqa: A002 - the URL's name
+def login_page(request: Request, next: str = "/") -> HTMLResponse:
     templates: Jinja2Templates = request.app.state.templates
     return templates.TemplateResponse(request, "login.html", {"next": _local(next),
                                                               "error": None})

@@ -143,7 +143,7 @@ class Service:
 def _bearer(scope: Scope) -> str | None:
     for name, value in scope.get("headers", ()):
         if name == b"authorization":
-            scheme, _, token = value.decode("latin-1").partition(" ")
+            scheme, _, token = bytes(value).decode("latin-1").partition(" ")
             if scheme.lower() == "bearer" and token.strip():
                 return token.strip()
             return "\x00"  # present but not a bearer key: refused like a wrong key
@@ -153,7 +153,8 @@ def _bearer(scope: Scope) -> str | None:
 def _cookie(scope: Scope) -> str | None:
     from starlette.requests import HTTPConnection
 
-    return HTTPConnection(scope).cookies.get(COOKIE)
+    found = HTTPConnection(scope).cookies.get(COOKIE)
+    return str(found) if found is not None else None
 
 
 def is_web(path: str) -> bool:
@@ -208,6 +209,9 @@ class Gate:
             from starlette.responses import RedirectResponse
 
             response: Response = RedirectResponse(f"/login?next={quote(path)}", 303)
+        elif isinstance(exc, _BodyTooLargeError):
+            response = problem(413, "Request body too large", str(exc), "InvalidInputError",
+                               path)
         else:
             response = error_response(exc, path)
         await response(scope, receive, send)
@@ -220,7 +224,7 @@ class Gate:
             return receive
         for name, value in scope.get("headers", ()):
             if name == b"content-length" and value.isdigit() and int(value) > limit:
-                raise _TooLarge(limit)
+                raise _BodyTooLargeError(limit)
         body, messages = 0, []
         while True:
             message = await receive()
@@ -229,7 +233,7 @@ class Gate:
                 break
             body += len(message.get("body", b""))
             if body > limit:
-                raise _TooLarge(limit)
+                raise _BodyTooLargeError(limit)
             if not message.get("more_body", False):
                 break
 
@@ -239,7 +243,7 @@ class Gate:
         return replay
 
 
-class _TooLarge(InvalidInputError):
+class _BodyTooLargeError(InvalidInputError):
     def __init__(self, limit: int) -> None:
         super().__init__(f"the request body is over {limit:,} bytes ([server]"
                          " max_request_bytes)")

@@ -34,7 +34,7 @@ __all__ = [
     "WeightIn",
 ]
 
-_MEMORY_EXAMPLE = {
+_MEMORY_EXAMPLE: Any = {
     "id": "3f2a9c0d1e4b5a67", "content": "User prefers dark mode in every editor",
     "namespace": "alice", "key": "ui-theme", "kind": "preference", "tags": ["ui"],
     "metadata": {"app": "vscode"}, "source": "conversation", "source_role": "user",

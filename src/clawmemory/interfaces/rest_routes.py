@@ -35,10 +35,10 @@ from clawmemory.interfaces.rest_models import (
     Problem,
     RecallIn,
     RecallOut,
-    StoreIn,
-    StoreManyIn,
     Stored,
     StoredMany,
+    StoreIn,
+    StoreManyIn,
     UpdateIn,
     WeightIn,
 )
@@ -154,13 +154,14 @@ def list_memories(
     order: str = "newest",
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
     cursor: str | None = None,
+    offset: Annotated[int | None, Query(ge=0, description="instead of a cursor")] = None,
 ) -> dict[str, Any]:
     """List memories with filters, a page at a time (``next_cursor``)."""
     query = {"namespace": call.mem.namespace, "kind": kind, "tag": tag, "session_id": session_id,
              "source": source, "metadata": metadata, "created_after": created_after,
              "created_before": created_before, "include_invalid": include_invalid,
              "order": order}
-    offset = read_cursor(cursor, query)
+    offset = read_cursor(cursor, query) if offset is None else offset
     records = call.mem.list(
         kind=kind or None, tags=tag or (), session_id=session_id, source=source,
         metadata=_json_object(metadata, "metadata"), include_invalid=include_invalid,
@@ -169,6 +170,24 @@ def list_memories(
     more = len(records) > limit
     return {"memories": [r.to_dict() for r in records[:limit]],
             "next_cursor": write_cursor(offset + limit, query) if more else None}
+
+
+@router.get("/count", tags=["memories"])
+def count(
+    call: Reader,
+    kind: Annotated[list[str] | None, Query(description="repeatable")] = None,
+    tag: Annotated[list[str] | None, Query(description="repeatable; all must match")] = None,
+    session_id: str | None = None,
+    exclude_session_id: str | None = None,
+    source: str | None = None,
+    metadata: Annotated[str | None, Query(description="JSON object")] = None,
+    include_invalid: bool = False,
+) -> dict[str, int]:
+    """How many memories match the filters."""
+    return {"count": call.mem.count(
+        kind=kind or None, tags=tag or (), session_id=session_id,
+        exclude_session_id=exclude_session_id, source=source,
+        metadata=_json_object(metadata, "metadata"), include_invalid=include_invalid)}
 
 
 def _json_object(text: str | None, what: str) -> Any:
@@ -336,10 +355,12 @@ def forget_namespace(
 
 @router.get("/archive", response_model=ArchiveList, tags=["archive"])
 def archive(call: Reader, limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-            cursor: str | None = None) -> dict[str, Any]:
+            cursor: str | None = None,
+            offset: Annotated[int | None, Query(ge=0, description="instead of a cursor")
+                              ] = None) -> dict[str, Any]:
     """Archived memories, most recently archived first."""
     query = {"namespace": call.mem.namespace, "archive": True}
-    offset = read_cursor(cursor, query)
+    offset = read_cursor(cursor, query) if offset is None else offset
     entries = call.mem.archived(limit=limit + 1, offset=offset)
     return {"memories": [e.to_dict() for e in entries[:limit]],
             "next_cursor": write_cursor(offset + limit, query) if len(entries) > limit
@@ -367,6 +388,12 @@ def maintain(call: Admin, job: str, dry_run: bool = False) -> dict[str, Any]:
     if dry_run:
         return {"dry_run": True, "previews": call.mem.preview_maintenance(job)}
     return {"runs": [r.to_dict() for r in call.mem.maintain(job)]}
+
+
+@router.post("/repair", tags=["maintenance"])
+def repair(call: Admin) -> dict[str, int]:
+    """Rebuild derived rows a crash left missing (vectors, entity links, session chains)."""
+    return call.mem.repair()
 
 
 @router.post("/vectors/backfill", tags=["maintenance"])

@@ -173,7 +173,7 @@ def _graph(mem: Memory, center: str, content: str, entities: list[dict[str, Any]
            ) -> dict[str, Any]:
     """The entity graph around a memory, laid out for an SVG: the memory in the middle, its
     entities on a ring, and up to three other memories of each entity further out."""
-    width, height, mid = 720, 460, (360, 230)
+    width, height, mid = 760, 520, (380, 255)
     nodes: list[dict[str, Any]] = [{"x": mid[0], "y": mid[1], "label": _short(content, 28),
                                     "kind": "self", "id": center}]
     edges: list[tuple[float, float, float, float]] = []
@@ -187,9 +187,9 @@ def _graph(mem: Memory, center: str, content: str, entities: list[dict[str, Any]
         others = [r for r in mem.entity_info(ent["name"], limit=4)["memories"]
                   if r.id != center][:3]
         for j, other in enumerate(others):
-            a = angle + (j - (len(others) - 1) / 2) * 0.35
+            a = angle + (j - (len(others) - 1) / 2) * 0.5
             ox, oy = mid[0] + 300 * math.cos(a), mid[1] + 205 * math.sin(a)
-            nodes.append({"x": ox, "y": oy, "label": _short(other.content, 22),
+            nodes.append({"x": ox, "y": oy, "label": _short(other.content, 18),
                           "kind": "memory", "id": other.id})
             edges.append((ex, ey, ox, oy))
     return {"width": width, "height": height, "nodes": nodes, "edges": edges}

@@ -13,11 +13,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from rest_server import serving
 
 from clawmemory import InvalidInputError, Memory, NotFoundError, Settings
 from clawmemory.client import AsyncMemory, RemoteMemory
 from clawmemory.client.aio import ASYNC_METHODS
+from rest_server import serving
 
 QUICK = Settings(embedder={"provider": "none"})
 

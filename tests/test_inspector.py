@@ -18,10 +18,10 @@ from typing import Any
 
 import httpx
 import pytest
-from rest_server import serving
 
 from clawmemory import Memory, Settings
 from clawmemory.auth import Keys, key_store_for
+from rest_server import serving
 
 ROOT = Path(__file__).resolve().parent.parent
 # Read at import: the suite's fixtures clear CLAWMEM_* variables before each test.
@@ -91,92 +91,107 @@ def _seed(mem: Memory) -> dict[str, str]:
     return ids
 
 
-def test_the_inspector_in_a_real_browser(browser: Any, tmp_path: Path) -> None:
+def _login(browser: Any, url: str, key: str) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
+    browser.get(f"{url}/browse")
+    assert browser.current_url == f"{url}/login?next=/browse"
+    _shot(browser, "login")
+    browser.find_element(By.ID, "key").send_keys(key)
+    browser.find_element(By.ID, "login-button").click()
+    WebDriverWait(browser, 10).until(lambda d: d.current_url == f"{url}/browse")
+
+
+def _search_and_open(browser: Any, url: str, ids: dict[str, str]) -> None:
+    from selenium.webdriver.common.by import By
+
+    browser.get(f"{url}/")
+    browser.find_element(By.ID, "q").send_keys("Caroline moved from Sweden")
+    browser.find_element(By.ID, "search-button").click()
+    hits = browser.find_elements(By.CSS_SELECTOR, "li.hit")
+    assert len(hits) >= 2
+    assert ids["move"] in hits[0].text
+    hits[0].find_element(By.TAG_NAME, "summary").click()
+    why = hits[0].find_element(By.CSS_SELECTOR, "table.explain").text
+    assert "matched terms" in why and "keyword list" in why and "final" in why
+    _shot(browser, "search")
+    # a memory's page: history, links, entities, provenance, the graph
+    hits[0].find_element(By.CSS_SELECTOR, "a.mid").click()
+    assert browser.find_element(By.ID, "memory-id").text == ids["move"]
+    assert ids["dog"] in browser.find_element(By.ID, "links").text
+    assert ids["summary"] in browser.find_element(By.ID, "derived").text
+    assert "Lisbon" in browser.find_element(By.ID, "entities").text
+    assert browser.find_elements(By.CSS_SELECTOR, "#graph .node.entity")
+    _shot(browser, "memory")
+
+
+def _correct(browser: Any, mem: Memory, ids: dict[str, str]) -> None:
+    from selenium.webdriver.common.by import By
+
+    area = browser.find_element(By.ID, "correct-content")
+    area.clear()
+    area.send_keys("Caroline moved from Sweden to Lisbon in June 2023")
+    browser.find_element(By.ID, "correct-reason").send_keys("it was June")
+    browser.find_element(By.ID, "correct-button").click()
+    assert browser.find_element(By.ID, "notice").text == "corrected"
+    assert browser.find_element(By.ID, "memory-id").text != ids["move"]
+    history = browser.find_element(By.ID, "history").text
+    assert ids["move"] in history and "reason: it was June" in history
+    assert mem.get("move").content.endswith("June 2023")
+    _shot(browser, "corrected")
+
+
+def _browse_archive_maintenance(browser: Any, url: str, mem: Memory, ids: dict[str, str]
+                                ) -> None:
+    from selenium.webdriver.common.by import By
+
+    browser.get(f"{url}/browse?kind=preference")
+    rows = browser.find_elements(By.CSS_SELECTOR, "table.memories tbody tr")
+    assert [ids["tea"] in r.text for r in rows] == [True]
+    browser.get(f"{url}/browse")
+    _shot(browser, "browse")
+    browser.get(f"{url}/archive")
+    _shot(browser, "archive")
+    browser.find_element(By.CSS_SELECTOR, "#archive button").click()
+    assert browser.find_element(By.ID, "notice").text == "restored"
+    assert mem.get(ids["old"]).content.startswith("The office plant")
+    browser.get(f"{url}/maintenance")
+    assert "decay" in browser.find_element(By.ID, "runs").text
+    browser.find_element(By.ID, "preview-button").click()
+    assert browser.find_element(By.ID, "preview").text == "Preview"
+    _shot(browser, "maintenance")
+
+
+def _forget(browser: Any, url: str, mem: Memory, ids: dict[str, str]) -> None:
+    from selenium.webdriver.common.by import By
+
+    browser.get(f"{url}/memory/{ids['tea']}")
+    button = browser.find_element(By.ID, "forget-button")
+    assert not button.is_enabled()  # until the box is ticked
+    browser.find_element(By.ID, "forget-confirm").click()
+    assert button.is_enabled()
+    button.click()
+    assert browser.find_element(By.ID, "notice").text == f"forgot {ids['tea']}"
+    assert mem.count(kind="preference") == 0
+    browser.get(f"{url}/memory/{ids['tea']}")
+    assert "no memory with id or key" in browser.find_element(By.ID, "error-detail").text
+
+
+def test_the_inspector_in_a_real_browser(browser: Any, tmp_path: Path) -> None:
     with Memory.open(tmp_path / "i.db", settings=Settings(embedder={"provider": "none"})) as mem:
         ids = _seed(mem)
         _, key = Keys(key_store_for(mem.store_backend)).create(["default"], "admin")
         with serving(mem) as url:
-            browser.get(f"{url}/browse")
-            assert browser.current_url == f"{url}/login?next=/browse"
-            _shot(browser, "login")
-            browser.find_element(By.ID, "key").send_keys(key)
-            browser.find_element(By.ID, "login-button").click()
-            WebDriverWait(browser, 10).until(lambda d: d.current_url == f"{url}/browse")
-
-            # search, with the per-hit breakdown
-            browser.get(f"{url}/")
-            box = browser.find_element(By.ID, "q")
-            box.send_keys("Caroline moved from Sweden")
-            browser.find_element(By.ID, "search-button").click()
-            hits = browser.find_elements(By.CSS_SELECTOR, "li.hit")
-            assert len(hits) >= 2
-            assert ids["move"] in hits[0].text
-            hits[0].find_element(By.TAG_NAME, "summary").click()
-            why = hits[0].find_element(By.CSS_SELECTOR, "table.explain").text
-            assert "matched terms" in why and "keyword list" in why and "final" in why
-            _shot(browser, "search")
-
-            # a memory's page: history, links, entities, provenance, the graph
-            hits[0].find_element(By.CSS_SELECTOR, "a.mid").click()
-            assert browser.find_element(By.ID, "memory-id").text == ids["move"]
-            assert ids["dog"] in browser.find_element(By.ID, "links").text
-            assert ids["summary"] in browser.find_element(By.ID, "derived").text
-            assert "Lisbon" in browser.find_element(By.ID, "entities").text
-            assert browser.find_elements(By.CSS_SELECTOR, "#graph .node.entity")
-            _shot(browser, "memory")
-
-            # correct it
-            area = browser.find_element(By.ID, "correct-content")
-            area.clear()
-            area.send_keys("Caroline moved from Sweden to Lisbon in June 2023")
-            browser.find_element(By.ID, "correct-reason").send_keys("it was June")
-            browser.find_element(By.ID, "correct-button").click()
-            assert browser.find_element(By.ID, "notice").text == "corrected"
-            new_id = browser.find_element(By.ID, "memory-id").text
-            assert new_id != ids["move"]
-            history = browser.find_element(By.ID, "history").text
-            assert ids["move"] in history and "reason: it was June" in history
-            assert mem.get("move").content.endswith("June 2023")
-            _shot(browser, "corrected")
-
-            # browse with a filter
-            browser.get(f"{url}/browse?kind=preference")
-            rows = browser.find_elements(By.CSS_SELECTOR, "table.memories tbody tr")
-            assert [ids["tea"] in r.text for r in rows] == [True]
-            browser.get(f"{url}/browse")
-            _shot(browser, "browse")
-
-            # the archive, and restore
-            browser.get(f"{url}/archive")
-            _shot(browser, "archive")
-            browser.find_element(By.CSS_SELECTOR, "#archive button").click()
-            assert browser.find_element(By.ID, "notice").text == "restored"
-            assert mem.get(ids["old"]).content.startswith("The office plant")
-
-            # maintenance: runs and a preview
-            browser.get(f"{url}/maintenance")
-            assert "decay" in browser.find_element(By.ID, "runs").text
-            browser.find_element(By.ID, "preview-button").click()
-            assert browser.find_element(By.ID, "preview").text == "Preview"
-            _shot(browser, "maintenance")
-
-            # forget, with confirmation
-            browser.get(f"{url}/memory/{ids['tea']}")
-            button = browser.find_element(By.ID, "forget-button")
-            assert not button.is_enabled()  # until the box is ticked
-            browser.find_element(By.ID, "forget-confirm").click()
-            assert button.is_enabled()
-            button.click()
-            assert browser.find_element(By.ID, "notice").text == f"forgot {ids['tea']}"
-            assert mem.count(kind="preference") == 0
-            browser.get(f"{url}/memory/{ids['tea']}")
-            assert "no memory with id or key" in browser.find_element(By.ID, "error-detail").text
+            _login(browser, url, key)
+            _search_and_open(browser, url, ids)
+            _correct(browser, mem, ids)
+            _browse_archive_maintenance(browser, url, mem, ids)
+            _forget(browser, url, mem, ids)
     if REFRESH_DOCS:  # the pictures in docs/inspector.md
         for name in ("search", "memory", "browse", "maintenance"):
-            shutil.copy(ARTIFACTS / f"{name}.png", ROOT / "docs" / "images" / f"inspector-{name}.png")
+            shutil.copy(ARTIFACTS / f"{name}.png", ROOT / "docs" / "images"
+                        / f"inspector-{name}.png")
 
 
 @pytest.fixture

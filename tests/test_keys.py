@@ -17,12 +17,12 @@ from typing import Any
 
 import httpx
 import pytest
-from rest_server import problem, serving
 from typer.testing import CliRunner
 
 from clawmemory import Memory, Settings
 from clawmemory.auth import Keys, key_store_for
 from clawmemory.errors import ConfigError
+from rest_server import problem, serving
 
 QUICK = {"CLAWMEM_EMBEDDER__PROVIDER": "none", "CLAWMEM_LOG_LEVEL": "WARNING"}
 MAIN = "import sys\nfrom clawmemory.interfaces.cli import main\nsys.exit(main())\n"

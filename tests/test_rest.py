@@ -10,9 +10,9 @@ from typing import Any
 
 import httpx
 import pytest
-from rest_server import problem, serving
 
 from clawmemory import Memory, Settings
+from rest_server import problem, serving
 
 QUICK = Settings(embedder={"provider": "none"})
 

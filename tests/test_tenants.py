@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from rest_server import serving
 
 from clawmemory import Memory, Settings
 from clawmemory.auth import Keys, key_store_for
 from clawmemory.tools.dialects import DIALECTS
+from rest_server import serving
 
 SECRET = "Zorblax"  # in every one of bob's memories; a word alice never uses
 MCP_HEADERS = {"Content-Type": "application/json",

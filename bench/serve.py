@@ -89,6 +89,13 @@ def _worker(url: str, seconds: float, mode: str, seed: int, out: Any) -> None:
     out.put((samples, stored))
 
 
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) the process has used: on a shared machine the server's CPU
+    per request says more about its capacity than throughput does."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _pct(values: list[float], q: float) -> float:
     if not values:
         return 0.0
@@ -109,6 +116,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             warm = {"query": " ".join(WORDS[:2]), "mode": args.mode}
             assert client.post("/v1/recall", json=warm).status_code == 200
         load_before = os.getloadavg()
+        cpu_before = _cpu_s(proc.pid)
         queue: Any = mp.get_context("spawn").Queue()
         workers = [mp.get_context("spawn").Process(
             target=_worker, args=(url, args.seconds, args.mode, 100 + n, queue))
@@ -119,6 +127,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for w in workers:
             w.join(timeout=30)
         load_after = os.getloadavg()
+        server_cpu = _cpu_s(proc.pid) - cpu_before
         samples = [s for part, _ in results for s in part]
         stored = [i for _, part in results for i in part]
         with httpx.Client(base_url=url, timeout=60, trust_env=False) as client:
@@ -132,7 +141,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                               "seed_memories": args.seed_memories, "lost_writes": lost,
                               "count_after": total, "expected_count":
                               args.seed_memories + len(stored),
-                              "load_before": load_before, "load_after": load_after, "ops": {}}
+                              "load_before": load_before, "load_after": load_after,
+                              "server_cpu_ms_per_request": 1000 * server_cpu / max(len(samples), 1),
+                              "ops": {}}
     for op in ("recall", "store"):
         lat = [s[1] for s in samples if s[0] == op]
         errors = sum(1 for s in samples if s[0] == op and s[2] >= 400)
@@ -153,7 +164,8 @@ def _table(r: dict[str, Any]) -> str:
         lines.append(f"| {op} | {o['count']} | {o['per_s']:.0f} | {o['p50_ms']:.1f} |"
                      f" {o['p95_ms']:.1f} | {o['p99_ms']:.1f} | {o['errors']} |")
     lines.append(f"\nlost writes: {r['lost_writes']} (count after {r['count_after']}, expected"
-                 f" {r['expected_count']})")
+                 f" {r['expected_count']}); server CPU per request"
+                 f" {r['server_cpu_ms_per_request']:.2f} ms")
     return "\n".join(lines)
 
 

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SQLiteKeyStore"]
 
-_COLUMNS = "id, role, namespaces, label, created_at, revoked_at"
+_COLUMNS = "id, role, tenants, label, created_at, revoked_at"  # tenants: the namespaces
 
 
 def _key(row: Sequence[Any]) -> ApiKey:

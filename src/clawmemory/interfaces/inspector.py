@@ -68,7 +68,7 @@ class Page:
         return templates.TemplateResponse(self.request, template, {**base, **context})
 
 
-def _page(request: Request, namespace: Annotated[str | None, Query()] = None) -> Page:
+async def _page(request: Request, namespace: Annotated[str | None, Query()] = None) -> Page:
     service: Service = request.app.state.service
     access: Access = request.scope[ACCESS]
     return Page(request, service.view(access, namespace), access, service)

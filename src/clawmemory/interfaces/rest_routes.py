@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
@@ -63,8 +63,9 @@ class Call:
         self.access = access
 
 
-def _need(role: Role, what: str) -> Callable[..., Call]:
-    def dependency(
+def _need(role: Role, what: str) -> Callable[..., Awaitable[Call]]:
+    # async: it does no I/O, and a plain function would cost a worker-thread hop per request
+    async def dependency(
         request: Request,
         namespace: Annotated[str | None, Query(
             description="The namespace to work in (default: the key's first one).")] = None,

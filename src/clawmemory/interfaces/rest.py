@@ -21,6 +21,7 @@ same exception the local engine would.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import re
 import socket
@@ -276,9 +277,16 @@ def build_app(service: Service, *, host: str, port: int, mcp_server: Any = None)
                 await stack.enter_async_context(mcp_app.router.lifespan_context(mcp_app))
             yield
 
+    # No telemetry, ever: FastAPI's OpenTelemetry hooks (in its newer releases) would export
+    # spans, metrics and logs, request bodies and exception messages included, to whatever an
+    # environment variable names; every kind is switched off, whatever the environment says.
+    options: dict[str, Any] = {}
+    if "telemetry" in inspect.signature(FastAPI.__init__).parameters:
+        options["telemetry"] = {"tracing": False, "metrics": False, "logs": False,
+                                "operation_spans": False, "auto_configure": False}
     app = FastAPI(title="clawmemory", version=__version__, lifespan=lifespan,
                   docs_url=None, redoc_url=None,  # their pages load scripts from a CDN
-                  description="Long-term memory for LLM agents. See docs/rest.md.")
+                  description="Long-term memory for LLM agents. See docs/rest.md.", **options)
     app.state.service = service
     rest_routes.install(app)
     inspector.install(app)

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -132,3 +133,43 @@ def test_the_cli_talks_to_a_server_without_loading_a_model(tmp_path: Path) -> No
         assert missing.returncode == 1
         assert "error: no memory with id or key 'nope'" in missing.stderr
 
+
+
+def test_every_memory_command_works_through_a_server(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from clawmemory.interfaces.cli import app, register_extensions
+
+    register_extensions(app)
+    with Memory.open(tmp_path / "s.db", settings=QUICK) as mem, serving(mem) as url:
+
+        def cli(*args: str) -> Any:
+            result = CliRunner().invoke(app, ["--url", url, "--json", *args],
+                                        catch_exceptions=False)
+            assert result.exit_code == 0, (args, result.output)
+            return json.loads(result.stdout) if result.stdout.strip() else None
+
+        first = cli("add", "Caroline moved to Lisbon", "--key", "move", "--tag", "family")["id"]
+        second = cli("add", "Caroline adopted a dog")["id"]
+        assert [m["id"] for m in cli("list")["memories"]] == [second, first]
+        assert cli("get", "move")["tags"] == ["family"]
+        cli("update", "move", "--tags", "home")
+        corrected = cli("correct", "move", "Caroline moved to Porto", "--reason", "typo")
+        assert [r["id"] for r in cli("history", corrected["id"])["chain"]] == [
+            first, corrected["id"]]
+        cli("reinforce", corrected["id"])
+        cli("link", corrected["id"], second)
+        assert [n["id"] for n in cli("neighbors", second)] == [corrected["id"]]
+        assert cli("entity", "Caroline")["name"] == "Caroline"
+        assert cli("stats")["total"] == 2
+        snapshot = tmp_path / "snap.json"
+        cli("export", "--out", str(snapshot))
+        assert cli("-n", "copy", "import", str(snapshot))["created"] == 3
+        assert [r["job"] for r in cli("maintain", "decay")["runs"]] == ["decay"]
+        assert [r["job"] for r in cli("runs")["runs"]] == ["decay"]
+        assert cli("maintain", "decay", "--dry-run")["dry_run"] is True
+        assert cli("forget", second)["id"] == second
+        assert mem.count() == 1 and mem.with_namespace("copy").count(include_invalid=True) == 3
+        refused = CliRunner().invoke(app, ["--url", url, "export", "--format", "markdown",
+                                           "--out", str(tmp_path / "md")])
+        assert refused.exit_code == 2 and "works where the database is" in refused.stderr

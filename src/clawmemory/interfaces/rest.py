@@ -183,9 +183,10 @@ class Gate:
             await refused(scope, receive, send)
             return
         try:
-            receive = await self._bounded(scope, receive, path)
+            # The key before the body: a client without one never gets a body read.
             if path not in _OPEN_PATHS and not path.startswith("/static/"):
                 await self._admit(scope, path)
+            receive = await self._bounded(scope, receive, path)
         except ClawMemoryError as exc:
             await self._refuse(exc, scope, receive, send, path)
             return

@@ -21,6 +21,16 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     -e ".[local,torch,mcp,server,scheduler,postgres,dev]"
   echo "$want" > "$stamp"
 fi
+# The inspector's browser test drives Debian's Chromium through its ChromeDriver (never a browser
+# a tool downloads). Installed once; a no-op when both are there.
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+      chromium chromium-driver >/dev/null
+  else
+    echo "setup: install chromium and chromium-driver (apt) for the inspector's browser test" >&2
+  fi
+fi
 if [ ! -f "$model" ]; then
   .venv/bin/python -m clawmemory.embed.model_files >/dev/null
 fi

@@ -1,7 +1,7 @@
 """Safe serving, against real ``clawmem`` processes over real HTTP and real pipes.
 
 * DNS-rebinding protection (Host and Origin checks) holds on every loopback bind address, IPv6
-  included; other addresses are refused (no authentication yet); ``--allow-host`` and the
+  included; other addresses are refused while no API key exists; ``--allow-host`` and the
   ``[server]`` settings admit the names a reverse proxy forwards.
 * Request bodies are limited; one client sending the largest query the server accepts does
   not stall another client.
@@ -146,10 +146,10 @@ def test_binding_beyond_loopback_is_refused(cli: Any, tmp_path: Path, host: str)
     result = cli("--db", tmp_path / "x.db", "serve", "--host", host, "--port", "0")
     assert result.exit_code == 2, result.output
     assert result.stderr == (
-        f"error: refusing to listen on {host}: MCP over HTTP has no authentication, so anyone "
-        "who could reach that address could read and change every memory. Listen on loopback "
-        "(--host 127.0.0.1 or ::1) and, to serve other machines, put a reverse proxy that "
-        "authenticates in front of it (--allow-host NAME for the name it forwards)\n")
+        f"error: refusing to listen on {host}: no API key exists (there is no database yet), "
+        "so anyone who could reach that address could read and change every memory. Create a "
+        "key first (clawmem keys create --namespace NS --role write; clients send it as "
+        "'Authorization: Bearer KEY'), or listen on loopback (--host 127.0.0.1 or ::1)\n")
     assert not (tmp_path / "x.db").exists()
 
 

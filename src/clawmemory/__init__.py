@@ -7,12 +7,17 @@
         for hit in mem.recall("dark theme"):
             print(hit.score, hit.memory.content, hit.explain)
 
+    Memory.open("http://127.0.0.1:8765", api_key=...)  # the same, on a clawmem server
+
 Nothing is loaded or opened at import time.
 """
 
+from clawmemory.client.aio import AsyncMemory
 from clawmemory.config import Settings, load_settings
 from clawmemory.engine import ImportReport, Memory
 from clawmemory.errors import (
+    AccessDeniedError,
+    AuthenticationError,
     ClawMemoryError,
     ConfigError,
     EmbeddingError,
@@ -30,6 +35,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "KINDS",
+    "AccessDeniedError",
+    "AsyncMemory",
+    "AuthenticationError",
     "ClawMemoryError",
     "ConfigError",
     "EmbeddingError",

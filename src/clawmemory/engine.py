@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import builtins
 import logging
+import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 from clawmemory.components import Components
 from clawmemory.config import Settings, load_settings
 from clawmemory.engine_io import ImportReport, PortabilityMixin
+from clawmemory.engine_service import ServiceMixin
 from clawmemory.errors import ClawMemoryError, InvalidInputError, NotFoundError
 from clawmemory.model import Filter, Hit, MemoryRecord, kind_policy, normalize_kind
 from clawmemory.search.pipeline import RecallRequest, Retriever
@@ -54,7 +56,7 @@ def _confidence(value: Any) -> float:
     return float(value)
 
 
-class Memory(WritePathMixin, PortabilityMixin):
+class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
     """Long-term memory for one namespace (tenant) over one store.
 
     >>> with Memory.open("/tmp/demo.db") as mem:           # doctest: +SKIP
@@ -97,6 +99,7 @@ class Memory(WritePathMixin, PortabilityMixin):
         embedder: Any = _UNSET,
         create: bool = True,
         read_only: bool = False,
+        api_key: str | None = None,
     ) -> Memory:
         """Open (creating if needed) a memory store. With no path, the default location under
         the user's home (``~/.clawmemory/memory.db``) or ``CLAWMEM_DB`` is used.
@@ -104,7 +107,16 @@ class Memory(WritePathMixin, PortabilityMixin):
         ``create=False``: a store that does not exist yet is a NotFoundError (nothing is
         created). ``read_only=True``: the file is only read; recall works and leaves access
         counts unchanged. A file that is not a clawmemory store is refused (StorageError)
-        before anything is written to it."""
+        before anything is written to it.
+
+        ``path`` an ``http(s)://`` URL: the memory of a clawmemory server (``clawmem serve``)
+        over its REST API, with the same methods (``client.RemoteMemory``); ``api_key``, or
+        ``CLAWMEM_API_KEY``, is sent as its bearer key."""
+        if isinstance(path, str) and path.startswith(("http://", "https://")):
+            from clawmemory.client.remote import RemoteMemory
+
+            return RemoteMemory(path, api_key=api_key or os.environ.get("CLAWMEM_API_KEY"),
+                                namespace=namespace, settings=settings)
         if settings is None:
             settings = load_settings(db=path, namespace=namespace, backend=backend)
         else:
@@ -539,12 +551,18 @@ class Memory(WritePathMixin, PortabilityMixin):
         limit: int = 50,
         offset: int = 0,
         order: str = "newest",
+        created_after: Any = None,
+        created_before: Any = None,
     ) -> builtins.list[MemoryRecord]:
+        """Memories matching the filters (``created_after`` inclusive, ``created_before``
+        exclusive: epoch seconds or ISO-8601), in ``order``."""
         self.flush()
         if not isinstance(order, str) or order not in ORDERS:
             raise InvalidInputError(f"order must be one of {', '.join(ORDERS)}")
         flt = self._filter(kind=kind, tags=tags, session_id=session_id, metadata=metadata,
-                           source=source, include_invalid=include_invalid)
+                           source=source, include_invalid=include_invalid,
+                           created_after=check_time(created_after, "created_after"),
+                           created_before=check_time(created_before, "created_before"))
         return self.store_backend.list(
             self.namespace,
             flt,

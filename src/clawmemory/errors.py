@@ -11,6 +11,8 @@ so callers catch one family and interfaces (CLI, MCP, REST) render one clear lin
     │   └── SchemaError         the database was written by a newer clawmemory, or migration failed
     ├── ImportFormatError       an import file is unreadable or malformed (names file and line)
     ├── EmbeddingError          the embedder failed or returned vectors of the wrong shape
+    ├── AuthenticationError     a server wants an API key and none, or no valid one, was given
+    ├── AccessDeniedError       the API key may not do this (its role or its namespaces)
     └── LLMError                the LLM provider failed
         └── LLMNotConfiguredError   a step needs an LLM and none is configured
 """
@@ -18,6 +20,8 @@ so callers catch one family and interfaces (CLI, MCP, REST) render one clear lin
 from __future__ import annotations
 
 __all__ = [
+    "AccessDeniedError",
+    "AuthenticationError",
     "ClawMemoryError",
     "ConfigError",
     "EmbeddingError",
@@ -70,6 +74,16 @@ class ImportFormatError(ClawMemoryError):
 
 class EmbeddingError(ClawMemoryError):
     """The embedder failed or produced vectors of an unexpected dimension."""
+
+
+class AuthenticationError(ClawMemoryError):
+    """The server needs an API key (``Authorization: Bearer KEY``) and got none, an unknown one
+    or a revoked one."""
+
+
+class AccessDeniedError(ClawMemoryError):
+    """The API key is valid but may not do this: its role is too low, or the namespace is not
+    one of its namespaces. Worded the same whether or not that namespace holds anything."""
 
 
 class LLMError(ClawMemoryError):

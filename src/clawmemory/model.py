@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from clawmemory.errors import InvalidInputError
@@ -115,7 +115,9 @@ class MemoryRecord:
         return self.valid_until is None
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        # Field by field, not dataclasses.asdict: its deep copy was a third of the cost of
+        # serving a recall over HTTP, and the containers are rebuilt just below anyway.
+        d = {name: getattr(self, name) for name in self.__dataclass_fields__}
         d["tags"] = list(self.tags)
         d["source_ids"] = list(self.source_ids)
         d["metadata"] = dict(self.metadata)

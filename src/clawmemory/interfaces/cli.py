@@ -26,7 +26,6 @@ import json
 import logging
 import os
 import sys
-import tempfile
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -83,7 +82,8 @@ app = typer.Typer(
     name="clawmem",
     help="clawmemory: local-first long-term memory for LLM agents.\n\n"
     "Global options go before the command. Environment: CLAWMEM_DB, CLAWMEM_NAMESPACE,"
-    " CLAWMEM_BACKEND, CLAWMEM_CONFIG, CLAWMEM_HOME, CLAWMEM_DEBUG.\n\n"
+    " CLAWMEM_BACKEND, CLAWMEM_URL, CLAWMEM_API_KEY, CLAWMEM_CONFIG, CLAWMEM_HOME,"
+    " CLAWMEM_DEBUG.\n\n"
     "Example: clawmem --db agent.db --json recall \"dark theme\"",
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -100,6 +100,8 @@ class _Globals:
     namespace: str | None = None
     backend: Backend | None = None
     json: bool = False
+    url: str | None = None  # a clawmemory server to talk to instead of a local store
+    api_key: str | None = None
 
 
 # --- error boundary ------------------------------------------------------------------------------
@@ -164,13 +166,24 @@ def _globals(ctx: typer.Context) -> _Globals:
 
 @contextmanager
 def _open(
-    ctx: typer.Context, *, create: bool = True, defer_vectors: bool = False
+    ctx: typer.Context, *, create: bool = True, defer_vectors: bool = False, local: bool = False
 ) -> Iterator[Memory]:
     """The command's Memory. Commands that only read (or forget) pass ``create=False``: they
     never create a store where there was none. ``defer_vectors``: writes only queue their
     vectors, so the command never loads the embedding model (the server, `maintain` or
-    `backfill` fill them)."""
+    `backfill` fill them). With ``--url`` / ``CLAWMEM_URL`` it is the server's memory
+    (``RemoteMemory``: nothing is loaded here); ``local``: the command needs the database
+    itself and refuses a URL."""
     g = _globals(ctx)
+    if g.url:
+        if local:
+            raise ConfigError(f"`{ctx.command_path}` works where the database is; it"
+                              " cannot run through a server (unset --url / CLAWMEM_URL)")
+        from clawmemory.client.remote import RemoteMemory
+
+        with RemoteMemory(g.url, api_key=g.api_key, namespace=g.namespace) as remote:
+            yield remote
+        return
     backend = g.backend.value if g.backend else None
     with _open_memory(g.db, g.namespace, backend, create=create) as mem:
         if defer_vectors:
@@ -368,11 +381,21 @@ def _global_options(
         help="Storage backend. Default: sqlite.")] = None,
     as_json: Annotated[bool, typer.Option(
         "--json", help="Machine output: one JSON document on stdout.")] = False,
+    url: Annotated[str | None, typer.Option(
+        "--url", envvar="CLAWMEM_URL", metavar="URL",
+        help="Talk to a clawmemory server (clawmem serve) instead of a local database,"
+        " e.g. http://127.0.0.1:8765.")] = None,
+    api_key: Annotated[str | None, typer.Option(
+        "--api-key", envvar="CLAWMEM_API_KEY", metavar="KEY",
+        help="The server's API key (clawmem keys create), with --url.")] = None,
     version: Annotated[bool, typer.Option(
         "--version", callback=_show_version, is_eager=True,
         help="Print the version and exit.")] = False,
 ) -> None:
-    ctx.obj = _Globals(db=db, namespace=namespace, backend=backend, json=as_json)
+    if url is not None and not url.startswith(("http://", "https://")):
+        _fail(f"--url must be an http:// or https:// address, not {url!r}", EXIT_USAGE)
+    ctx.obj = _Globals(db=db, namespace=namespace, backend=backend, json=as_json, url=url,
+                       api_key=api_key)
     if ctx.invoked_subcommand is None:
         typer.echo(ctx.get_help())
 
@@ -595,7 +618,7 @@ def recall_cmd(
     Example: clawmem recall "dark theme" --explain
     """
     with _open(ctx, create=False) as mem:
-        if not archive and (mode or "").lower() != "keyword":
+        if not archive and (mode or "").lower() != "keyword" and not _globals(ctx).url:
             _catch_up_vectors(mem)
         hits: list[Hit] = mem.recall(query, limit=limit, kind=kind or None, tags=_tags(tag, tags),
                           session_id=session, metadata=_meta(meta),
@@ -692,70 +715,6 @@ def stats_cmd(ctx: typer.Context) -> None:
     with _open(ctx, create=False) as mem:
         stats = mem.stats()
     _emit(ctx, stats, _print(lambda: _fields_table(stats)))
-
-
-# --- demo ----------------------------------------------------------------------------------------
-_DEMO_MEMORIES: tuple[tuple[str, str, tuple[str, ...], str | None], ...] = (
-    ("User prefers dark mode in every editor", "preference", ("ui",), None),
-    ("Payment API: the HMAC signature excludes an empty request body", "fact", ("api",),
-     "hmac-rule"),
-    ("The staging database is reset every Monday at 06:00 UTC", "fact", ("ops",), None),
-    ("Deploy of 2024-03-02 failed because the migration timed out", "event", ("ops",), None),
-)
-
-
-@_command("demo")
-def demo_cmd(ctx: typer.Context) -> None:
-    """Run a short end-to-end demo: store, recall with explanations, reinforce, forget.
-
-    It uses a temporary database that is deleted afterwards; your --db is not touched.
-
-    Example: clawmem demo
-    """
-    quiet = _globals(ctx).json
-    console = None if quiet else _console()
-
-    def show(renderable: RenderableType) -> None:
-        if console is not None:
-            console.print(renderable)
-
-    with tempfile.TemporaryDirectory(prefix="clawmem-demo-") as tmp, \
-            _open_memory(Path(tmp) / "demo.db", "demo", "sqlite") as mem:
-        report = _demo(mem, show)
-    if quiet:
-        _print_json(report)
-
-
-def _demo(mem: Memory, show: Callable[[RenderableType], None]) -> dict[str, Any]:
-    from rich.text import Text
-
-    show(Text("1. store: four memories in a temporary database", style="bold"))
-    ids = [mem.store(content, kind=kind, tags=tags, key=key)
-           for content, kind, tags, key in _DEMO_MEMORIES]
-    show(_records_table(mem.list(order="oldest")))
-    query = "which editor theme does a user prefer"
-    hits: list[Hit] = mem.recall(query, limit=3)
-    show(Text(f"\n2. recall {query!r}, with explanations", style="bold"))
-    show(_hits_table(hits, explain=True))
-    reinforced = mem.reinforce("hmac-rule")
-    show(Text(f"\n3. reinforce 'hmac-rule' (it helped): score {reinforced.score}; recall"
-              " 'HMAC signature' now ranks it with a reinforcement factor", style="bold"))
-    boosted: list[Hit] = mem.recall("HMAC signature", limit=1)
-    show(_hits_table(boosted, explain=True))
-    forgotten = mem.forget("hmac-rule")
-    after: list[Hit] = mem.recall("HMAC signature", limit=3)
-    show(Text(f"\n4. forget 'hmac-rule' ({forgotten.id}): hard delete", style="bold"))
-    try:
-        mem.get("hmac-rule")
-        gone = False
-    except NotFoundError as exc:
-        gone = not any(h.memory.id == forgotten.id for h in after)
-        show(Text(f"get 'hmac-rule' -> {exc}; recall 'HMAC signature' -> {len(after)} hits;"
-                  f" {mem.count()} memories left", style="green" if gone else "red"))
-    return {"stored": ids, "recall": {"query": query, "hits": [h.to_dict() for h in hits]},
-            "reinforced": reinforced.to_dict(), "forgotten": forgotten.id,
-            "recall_after_forget": [h.to_dict() for h in after], "gone": gone,
-            "remaining": mem.count()}
 
 
 # --- entry point ---------------------------------------------------------------------------------

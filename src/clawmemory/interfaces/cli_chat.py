@@ -99,7 +99,7 @@ def chat_cmd(
     """
     llm = _chat_llm(ctx)
     try:
-        with _open(ctx) as mem, AgentSessions(mem, llm, channel=CHANNEL,
+        with _open(ctx, local=True) as mem, AgentSessions(mem, llm, channel=CHANNEL,
                                               background=False) as sessions:
             if message is not None:
                 _one_shot(ctx, sessions, session, _text_arg(message), hatch)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from types import FrameType
@@ -35,13 +35,8 @@ from clawmemory.interfaces.cli import (
 )
 from clawmemory.maintenance import (
     JOBS,
-    JobPreview,
     ScheduledJob,
     Scheduler,
-    preview_all,
-    preview_job,
-    run_all,
-    run_job,
 )
 from clawmemory.store.base import RunRecord
 
@@ -97,34 +92,33 @@ def _schedule_table(jobs: Sequence[ScheduledJob]) -> Table:
     return table
 
 
-def _preview_table(preview: JobPreview) -> Table:
+def _preview_table(preview: Mapping[str, Any]) -> Table:
     from rich.table import Table
     from rich.text import Text
 
     table = Table()
     for column in ("step", "action", "id", "kind", "memory"):
         table.add_column(column, no_wrap=column != "memory")
-    for c in preview.changes[:PREVIEW_ROWS]:
-        r = c.record
-        memory = Text(f"{r.key}: " if r.key else "", style="bold")
-        memory.append(_clip(r.content, 50))
-        memory.append(f"\nwhy: {c.reason}", style="dim")  # under it: 80 columns are few
-        table.add_row(c.step, c.action, r.id, r.kind, memory)
+    for c in preview["changes"][:PREVIEW_ROWS]:
+        memory = Text(f"{c['key']}: " if c["key"] else "", style="bold")
+        memory.append(_clip(c["content"], 50))
+        memory.append(f"\nwhy: {c['reason']}", style="dim")  # under it: 80 columns are few
+        table.add_row(c["step"], c["action"], c["id"], c["kind"], memory)
     return table
 
 
-def _render_previews(previews: Sequence[JobPreview]) -> Callable[[Console], None]:
+def _render_previews(previews: Sequence[Mapping[str, Any]]) -> Callable[[Console], None]:
     def render(console: Console) -> None:
         if not previews:
             console.print("no namespaces", markup=False)
         for p in previews:
-            verb = "would" if p.outcome == "ok" else "is"
-            console.print(f"{p.namespace}: {p.job} {verb}: {p.message}", markup=False)
-            if p.changes:
+            verb = "would" if p["outcome"] == "ok" else "is"
+            console.print(f"{p['namespace']}: {p['job']} {verb}: {p['message']}", markup=False)
+            if p["changes"]:
                 console.print(_preview_table(p))
-            if len(p.changes) > PREVIEW_ROWS:
-                console.print(f"... and {len(p.changes) - PREVIEW_ROWS} more (--json lists all)",
-                              markup=False)
+            if len(p["changes"]) > PREVIEW_ROWS:
+                console.print(f"... and {len(p['changes']) - PREVIEW_ROWS} more (--json lists"
+                              " all)", markup=False)
         console.print("dry run: nothing was changed", markup=False)
 
     return render
@@ -175,20 +169,20 @@ def maintain_cmd(
         _preview(ctx, job, all_namespaces)
         return
     runs: list[RunRecord] = []
-    with _open(ctx) as mem:
+    with _open(ctx, local=all_namespaces) as mem:
         for view in _each_namespace(mem, all_namespaces):
-            runs.extend(run_all(view) if job == ALL else [run_job(view, job)])
+            runs.extend(view.maintain(job))
     _emit(ctx, {"runs": [r.to_dict() for r in runs]}, _render_runs(runs, "no namespaces"))
     if any(r.outcome == "failed" for r in runs):
         raise typer.Exit(EXIT_FAILED)
 
 
 def _preview(ctx: typer.Context, job: str, all_namespaces: bool) -> None:
-    previews: list[JobPreview] = []
-    with _open(ctx) as mem:
+    previews: list[dict[str, Any]] = []
+    with _open(ctx, local=all_namespaces) as mem:
         for view in _each_namespace(mem, all_namespaces):
-            previews.extend(preview_all(view) if job == ALL else [preview_job(view, job)])
-    _emit(ctx, {"dry_run": True, "previews": [p.to_dict() for p in previews]},
+            previews.extend(view.preview_maintenance(job))
+    _emit(ctx, {"dry_run": True, "previews": previews},
           _render_previews(previews))
 
 
@@ -233,7 +227,7 @@ def runs_cmd(
     Example: clawmem runs --job decay --limit 5
     """
     with _open(ctx, create=False) as mem:
-        runs = mem.store_backend.runs(mem.namespace, limit, job=job)
+        runs = mem.runs(limit, job=job)
     _emit(ctx, {"runs": [r.to_dict() for r in runs]},
           _render_runs(runs, "no maintenance runs recorded"))
 
@@ -246,7 +240,7 @@ def daemon_cmd(ctx: typer.Context, *, all_namespaces: AllNamespacesOpt = False) 
 
     Example: clawmem --db agent.db daemon --all-namespaces
     """
-    with _open(ctx) as mem:
+    with _open(ctx, local=True) as mem:
         scheduler = Scheduler(mem, namespaces=None if all_namespaces else [mem.namespace])
         jobs = scheduler.jobs()
         stop = threading.Event()

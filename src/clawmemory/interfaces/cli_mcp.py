@@ -1,4 +1,4 @@
-"""``clawmem mcp`` (stdio) and ``clawmem serve`` (streamable HTTP): memory as an MCP server.
+"""``clawmem mcp`` (stdio) and ``clawmem serve`` (HTTP): memory as a server.
 
 ``register(app)`` adds both to the ``clawmem`` app. They honour the global options (``--db``,
 ``--namespace``, ``--backend``, ``--json``) and the error boundary of ``cli.py`` like every
@@ -6,14 +6,16 @@ other command, open the memory once and serve until the client leaves (stdio) or
 is stopped (SIGINT/SIGTERM; HTTP)::
 
     clawmem --db ~/agent.db mcp --dialect koshi
-    clawmem serve --port 8765        # http://127.0.0.1:8765/mcp
+    clawmem serve --port 8765        # MCP at /mcp, REST at /v1, the inspector at /
 
-``serve`` listens on loopback only: MCP over HTTP has no authentication yet, so an address
-other clients can reach would hand them every memory. A reverse proxy that authenticates can
-sit in front of it (``--allow-host`` names the host it forwards).
+``serve`` (ADR 0016) serves the REST API, the web inspector and MCP over streamable HTTP on one
+port, behind one gate (``interfaces/rest.py``): Host/Origin checks, body limits, API keys.
+With no API key in the database it listens on loopback only, since an address other clients
+can reach would hand them every memory; once keys exist (``clawmem keys create``), every
+request needs one and any address may be used.
 
-The MCP SDK is an optional dependency (``clawmemory[mcp]``): it is imported when one of these
-commands runs, never when the CLI starts.
+The MCP SDK and FastAPI are optional dependencies (``clawmemory[mcp,server]``): they are
+imported when one of these commands runs, never when the CLI starts.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import typer
 
 from clawmemory.config import ServerSettings
 from clawmemory.errors import ConfigError, InvalidInputError
-from clawmemory.interfaces.cli import _emit, _guarded, _open
+from clawmemory.interfaces.cli import _emit, _globals, _guarded, _open
 from clawmemory.tools.dialects import DEFAULT_DIALECT, DIALECT_ALIASES, DIALECTS, resolve_dialect
 
 __all__ = ["COMMANDS", "DEFAULT_HOST", "DEFAULT_PORT", "register"]
@@ -68,7 +70,7 @@ def mcp_cmd(ctx: typer.Context, dialect: DialectOpt = DEFAULT_DIALECT) -> None:
     _require_sdk()
     from clawmemory.interfaces.mcp import build_server, serve_stdio
 
-    with _open(ctx) as mem, _stop_on_sigterm():
+    with _open(ctx, local=True) as mem, _stop_on_sigterm():
         server = build_server(mem, key)
         log.info("serving MCP on stdio: dialect %s, namespace %s, database %s; %s", key,
                  mem.namespace, mem.settings.db_label(), mem.components.warm_note)
@@ -79,62 +81,93 @@ def serve_cmd(
     ctx: typer.Context,
     *,
     host: Annotated[str, typer.Option(
-        help="Loopback address to listen on: 127.0.0.1, another 127.x.y.z, localhost or ::1. "
-        "Other addresses are refused (there is no authentication).")] = DEFAULT_HOST,
+        help="Address to listen on. Without API keys only loopback (127.0.0.1, another"
+        " 127.x.y.z, localhost or ::1) is accepted; with keys (clawmem keys create) any"
+        " address.")] = DEFAULT_HOST,
     port: Annotated[int, typer.Option(
         min=0, max=65535, help="TCP port (0: any free port; the URL printed says which).")
     ] = DEFAULT_PORT,
     allow_host: Annotated[list[str] | None, typer.Option(
         "--allow-host", metavar="NAME",
         help="Also accept requests addressed to this host name (Host header), e.g. the name "
-        "a reverse proxy forwards; repeatable. Adds to [server] allowed_hosts.")] = None,
+        "a reverse proxy forwards or the machine's name; repeatable. Adds to [server]"
+        " allowed_hosts.")] = None,
     dialect: DialectOpt = DEFAULT_DIALECT,
 ) -> None:
-    """Serve memory to MCP clients over streamable HTTP at http://HOST:PORT/mcp.
+    """Serve memory over HTTP: MCP at /mcp, the REST API at /v1, the web inspector at /.
 
     Prints the URL, then serves until Ctrl-C or SIGTERM. Requests whose Host or Origin
-    header names another site are refused (DNS-rebinding protection). See docs/mcp.md.
+    header names another site are refused (DNS-rebinding protection). Once any API key
+    exists, every request needs one (Authorization: Bearer KEY). See docs/rest.md,
+    docs/inspector.md and docs/mcp.md.
 
     Example: clawmem --db ~/agent.db serve --port 8765
     """
     key = _dialect(dialect)
-    _require_sdk()
-    from clawmemory.interfaces.mcp import (
-        HTTP_PATH,
-        build_server,
-        is_loopback,
-        listen,
-        serve_http,
-        url_host,
-    )
+    _require_sdk(http=True)
+    from clawmemory.auth import keys_for
+    from clawmemory.interfaces.mcp import build_server, is_loopback, listen, url_host
+    from clawmemory.interfaces.rest import Service, build_app, serve
 
-    if not is_loopback(host):
-        raise ConfigError(
-            f"refusing to listen on {host}: MCP over HTTP has no authentication, so anyone "
-            "who could reach that address could read and change every memory. Listen on "
-            "loopback (--host 127.0.0.1 or ::1) and, to serve other machines, put a reverse "
-            "proxy that authenticates in front of it (--allow-host NAME for the name it "
-            "forwards)")
+    loopback = is_loopback(host)
     extra = _checked_hosts(allow_host)  # before anything is opened
-    with _open(ctx) as mem, _stop_on_sigterm():
+    if not loopback:
+        _refuse_unless_keys(ctx, host, None)
+    with _open(ctx, local=True) as mem, _stop_on_sigterm():
+        keys = keys_for(mem.store_backend)
+        if not loopback:
+            _refuse_unless_keys(ctx, host, keys)
         cfg = mem.settings.server
         cfg = cfg.model_copy(update={"allowed_hosts": [*cfg.allowed_hosts, *extra]})
         server = build_server(mem, key)
         sock = listen(host, port)
         try:
             bound = int(sock.getsockname()[1])
-            url = f"http://{url_host(host.strip())}:{bound}{HTTP_PATH}"
-            data: dict[str, Any] = {"url": url, "dialect": key, "namespace": mem.namespace,
-                                    "db": str(mem.settings.db_label()),
-                                    "warm_up": mem.components.warm_note}
-            line = (f"clawmemory MCP server at {url} (dialect {key}, namespace "
-                    f"{mem.namespace}, database {data['db']}; {data['warm_up']})")
-            # one unwrapped line (rich would wrap it at 80 columns): scripts read the URL
-            _emit(ctx, data, lambda _console: typer.echo(line))
-            sys.stdout.flush()  # a supervisor reading our stdout through a pipe sees it now
-            serve_http(server, sock, host, cfg)
+            base = f"http://{url_host(host.strip())}:{bound}"
+            app = build_app(Service(mem, keys, cfg, loopback), host=host, port=bound,
+                            mcp_server=server)
+            _announce(ctx, mem, base, key, keys is not None and keys.required())
+            serve(app, sock)
         finally:
             sock.close()
+
+
+def _announce(ctx: typer.Context, mem: Any, base: str, dialect: str, keyed: bool) -> None:
+    data: dict[str, Any] = {"url": f"{base}/mcp", "rest": f"{base}/v1",
+                            "inspector": f"{base}/", "dialect": dialect,
+                            "namespace": mem.namespace, "db": str(mem.settings.db_label()),
+                            "api_keys": keyed, "warm_up": mem.components.warm_note}
+    auth = "API keys required" if keyed else "no API keys: loopback only"
+    line = (f"clawmemory MCP server at {data['url']} (REST API at {data['rest']}, inspector at"
+            f" {data['inspector']}; {auth}; dialect {dialect}, namespace {mem.namespace},"
+            f" database {data['db']}; {data['warm_up']})")
+    # one unwrapped line (rich would wrap it at 80 columns): scripts read the URL
+    _emit(ctx, data, lambda _console: typer.echo(line))
+    sys.stdout.flush()  # a supervisor reading our stdout through a pipe sees it now
+
+
+def _refuse_unless_keys(ctx: typer.Context, host: str, keys: Any) -> None:
+    """Beyond loopback, only with API keys. Called first before anything is opened (a store
+    that does not exist yet holds no key), then with the opened store's keys."""
+    from clawmemory.config import load_settings
+
+    why = "no API key exists"
+    if keys is None:
+        g = _globals(ctx)
+        settings = load_settings(db=g.db, backend=g.backend.value if g.backend else None)
+        if settings.backend not in ("sqlite", "postgres"):
+            why = f"the {settings.backend} backend cannot keep API keys"
+        elif settings.backend == "sqlite" and not settings.resolved_db().exists():
+            why = "no API key exists (there is no database yet)"
+        else:
+            return  # open the store and look
+    elif keys.required():
+        return
+    raise ConfigError(
+        f"refusing to listen on {host}: {why}, so anyone who could reach that address could"
+        " read and change every memory. Create a key first (clawmem keys create --namespace"
+        " NS --role write; clients send it as 'Authorization: Bearer KEY'), or listen on"
+        " loopback (--host 127.0.0.1 or ::1)")
 
 
 # --- helpers -------------------------------------------------------------------------------------
@@ -147,12 +180,20 @@ def _dialect(name: str) -> str:
                                 f"(or {', '.join(DIALECT_ALIASES)})") from None
 
 
-def _require_sdk() -> None:
+def _require_sdk(*, http: bool = False) -> None:
     try:
         import mcp.server.lowlevel  # noqa: F401
     except ImportError as exc:
         raise ConfigError("the MCP server needs the MCP SDK: pip install 'clawmemory[mcp]'"
                           ) from exc
+    if http:
+        try:
+            import fastapi  # noqa: F401
+            import jinja2  # noqa: F401
+            import uvicorn  # noqa: F401
+        except ImportError as exc:
+            raise ConfigError("clawmem serve needs FastAPI, uvicorn and Jinja2: pip install"
+                              " 'clawmemory[server,mcp]'") from exc
 
 
 def _checked_hosts(names: list[str] | None) -> list[str]:

@@ -156,7 +156,7 @@ def export_cmd(
         if out is None:
             raise InvalidInputError("--format markdown needs --out FOLDER")
         bar_wanted = _show_progress(ctx, progress)
-        with _open(ctx, create=False) as mem, _progress_bar(bar_wanted) as bar:
+        with _open(ctx, create=False, local=True) as mem, _progress_bar(bar_wanted) as bar:
             count = export_markdown(mem, out, progress=bar)
         data = {"path": str(out), "format": fmt.value, "entries": count}
         _emit(ctx, data, _line(f"exported {count} memories to {out}/"))

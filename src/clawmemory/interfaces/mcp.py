@@ -18,8 +18,10 @@ hold the interpreter long enough to starve the others.
 Both transports answer what the SDK alone would not: a stdio line that is not a JSON-RPC
 message gets a JSON-RPC error (-32700 or -32600) instead of silence, and a ``tools/call`` whose
 ``arguments`` is not an object gets a tool error result (``isError``) like any bad argument.
-Over HTTP the Host and Origin headers are checked on every bind address (DNS-rebinding
-protection) and request bodies are limited (``[server]`` settings).
+Over HTTP (``clawmem serve``, ``interfaces/rest.py``) the Host and Origin headers are checked on
+every bind address (DNS-rebinding protection), request bodies are limited (``[server]``
+settings), and once API keys exist each call works in the namespace and with the role of the
+request's key.
 """
 
 from __future__ import annotations
@@ -58,7 +60,6 @@ __all__ = [
     "instructions",
     "is_loopback",
     "listen",
-    "serve_http",
     "serve_stdio",
     "url_host",
 ]
@@ -131,12 +132,17 @@ def build_server(mem: Memory, dialect: str = DEFAULT_DIALECT) -> Server[Any]:
     ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=[t.model_copy(deep=True) for t in listing])
 
+    writes = {t.name: t.writes for t in tools}
+
     async def call(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         raw = _RAW_ARGUMENTS.get()
         arguments = raw[0] if raw is not None else params.arguments
-        run = functools.partial(_call, mem, params.name, arguments, dialect)
+        target, refusal = _scoped(mem, ctx, writes.get(params.name, True))
+        if refusal is not None:
+            return _as_mcp(ToolResult(refusal, {"error": refusal}, is_error=True))
+        run = functools.partial(_call, target, params.name, arguments, dialect)
         # Not abandoned on cancel: a write the client gave up on still finishes cleanly.
         return _as_mcp(await anyio.to_thread.run_sync(run))
 
@@ -169,6 +175,22 @@ class _ObjectArguments:
             return await call_next(dataclasses.replace(ctx, params={**params, "arguments": {}}))
         finally:
             _RAW_ARGUMENTS.reset(token)
+
+
+def _scoped(mem: Memory, ctx: Any, writes: bool) -> tuple[Memory, str | None]:
+    """The memory a tool call works on: over HTTP, the namespace and role the server's gate
+    resolved from the request's API key (``rest.Gate``); otherwise ``mem`` itself. A key with
+    the read role may call only the tools that change nothing."""
+    scope = getattr(getattr(ctx, "request", None), "scope", None)
+    access = scope.get("clawmem.access") if isinstance(scope, Mapping) else None
+    if access is None:
+        return mem, None
+    from clawmemory.auth import Role
+
+    if writes and not access.allows(Role.WRITE):
+        return mem, "This API key may only read: this tool changes memories."
+    namespace = scope["clawmem.namespace"] if isinstance(scope, Mapping) else mem.namespace
+    return (mem if namespace == mem.namespace else mem.with_namespace(namespace)), None
 
 
 def _call(mem: Memory, name: str, arguments: Any, dialect: str) -> ToolResult:
@@ -318,24 +340,3 @@ def listen(host: str, port: int) -> socket.socket:
         raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}"
                           " (is another server using it? pick another --port)") from exc
     return sock
-
-
-def serve_http(server: Server[Any], sock: socket.socket, host: str, cfg: ServerSettings) -> None:
-    """Serve MCP over streamable HTTP at ``HTTP_PATH`` on ``sock`` until SIGINT or SIGTERM.
-
-    Host and Origin are checked whatever the bind address (the SDK turns its DNS-rebinding
-    protection on only for three spellings of loopback; a browser page on any site could
-    otherwise reach a server bound to 127.0.0.2 or ::1 through a rebinding DNS name), and
-    bodies over ``cfg.max_request_bytes`` are refused with 413."""
-    import uvicorn
-    from mcp.server.transport_security import TransportSecuritySettings
-
-    hosts, origins = allowed_headers(host, int(sock.getsockname()[1]), cfg)
-    security = TransportSecuritySettings(enable_dns_rebinding_protection=True,
-                                         allowed_hosts=hosts, allowed_origins=origins)
-    app = server.streamable_http_app(streamable_http_path=HTTP_PATH, transport_security=security,
-                                     max_request_body_size=cfg.max_request_bytes)
-    level = logging.getLogger().getEffectiveLevel()
-    config = uvicorn.Config(app, log_level=level, access_log=level <= logging.DEBUG,
-                            timeout_graceful_shutdown=5, lifespan="on")
-    anyio.run(uvicorn.Server(config).serve, [sock])

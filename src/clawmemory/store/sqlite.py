@@ -595,6 +595,12 @@ class SQLiteStore:
         return bool(self.conn.execute(
             "SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchall())
 
+    def key_store(self) -> Any:
+        """API keys live in this file (``clawmemory.auth``, migration 012)."""
+        from clawmemory.auth.sqlite import SQLiteKeyStore
+
+        return SQLiteKeyStore(self)
+
     def namespaces(self) -> builtins.list[str]:
         return [r[0] for r in self._query("SELECT DISTINCT namespace FROM memories ORDER BY 1")]
 

@@ -1,0 +1,90 @@
+"""The operations of ``Memory`` that a service exposes beyond reading and writing memories (a
+mixin, so engine.py stays one readable service): maintenance runs and previews, a memory's
+links and entities. Each is public so that every interface (CLI, REST, inspector, the remote
+client) calls the same method."""
+
+from __future__ import annotations
+
+import builtins
+from typing import TYPE_CHECKING, Any
+
+from clawmemory.errors import InvalidInputError
+from clawmemory.validation import check_limit
+
+if TYPE_CHECKING:
+    from clawmemory.components import Components
+    from clawmemory.engine import Memory
+    from clawmemory.model import MemoryRecord
+    from clawmemory.store.base import Link, RunRecord, Store
+
+__all__ = ["ALL_JOBS", "ServiceMixin"]
+
+ALL_JOBS = "all"  # every job, in the table's order
+
+
+def _job_name(job: Any) -> str:
+    from clawmemory.maintenance import JOBS
+
+    if not isinstance(job, str) or (job != ALL_JOBS and job not in JOBS):
+        raise InvalidInputError(f"unknown job {job!r}; one of: {', '.join(JOBS)}, {ALL_JOBS}")
+    return job
+
+
+class ServiceMixin:
+    """Maintenance, links and entities of one namespace."""
+
+    store_backend: Store
+    namespace: str
+    components: Components
+
+    if TYPE_CHECKING:
+
+        def get(self, id_or_key: str) -> MemoryRecord: ...
+
+        def with_namespace(self, namespace: str) -> Memory: ...
+
+    def maintain(self, job: str = ALL_JOBS) -> builtins.list[RunRecord]:
+        """Run one maintenance job now (``maintenance.JOBS``: enrich, consolidate, decay,
+        reflect, repair), or all of them, in this namespace. Each run is recorded and
+        returned, whatever its outcome (ok, skipped, failed)."""
+        from clawmemory.maintenance import run_all, run_job
+
+        view = self.with_namespace(self.namespace)
+        name = _job_name(job)
+        return run_all(view) if name == ALL_JOBS else [run_job(view, name)]
+
+    def preview_maintenance(self, job: str = ALL_JOBS) -> builtins.list[dict[str, Any]]:
+        """What ``maintain(job)`` would do now, memory by memory, writing nothing: one
+        ``JobPreview.to_dict()`` per job (namespace, job, outcome, counts, message, changes)."""
+        from clawmemory.maintenance import preview_all, preview_job
+
+        view = self.with_namespace(self.namespace)
+        name = _job_name(job)
+        previews = preview_all(view) if name == ALL_JOBS else [preview_job(view, name)]
+        return [p.to_dict() for p in previews]
+
+    def runs(self, limit: int = 20, *, job: str | None = None) -> builtins.list[RunRecord]:
+        """Recorded maintenance runs of this namespace, newest first (only ``job``'s when
+        given)."""
+        if job is not None:
+            _job_name(job)
+        return self.store_backend.runs(self.namespace, check_limit(limit, maximum=10_000),
+                                       job=job)
+
+    def links(self, id_or_key: str, *, limit: int = 50) -> builtins.list[Link]:
+        """The links of a memory (the other end's id, strength and origin: manual, synthesis,
+        co-recall, sequence), strongest first; ``neighbors`` gives the linked memories."""
+        record = self.get(id_or_key)
+        return self.store_backend.links(self.namespace, [record.id])[record.id][
+            : check_limit(limit, maximum=10_000)]
+
+    def entities_of(self, id_or_key: str) -> builtins.list[dict[str, Any]]:
+        """The entities a memory mentions (id, name, type, aliases, mention_count); [] when
+        the entity layer is off."""
+        record = self.get(id_or_key)
+        layer = self.components.entity_layer()
+        if layer is None:
+            return []
+        found = layer[0].entities_of(self.namespace, [record.id]).get(record.id, [])
+        return [{"id": p.id, "name": p.canonical_name, "type": str(p.type),
+                 "aliases": list(p.aliases), "mention_count": p.mention_count} for p in found]

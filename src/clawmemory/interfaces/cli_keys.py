@@ -1,0 +1,105 @@
+"""``clawmem keys``: create, list and revoke the API keys of ``clawmem serve`` (ADR 0016).
+
+Keys live in the database file (the sqlite backend), so a running server sees a new or revoked
+key on its next request. Once any key exists, every request to the server needs one::
+
+    clawmem keys create --namespace alice --role write --label "alice's agent"
+    clawmem keys list
+    clawmem keys revoke 3f2a9c0d1e4b
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from clawmemory.auth import ApiKey, Keys, Role, key_store_for
+from clawmemory.interfaces.cli import _emit, _guarded, _line, _open, _print, _show
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+__all__ = ["register"]
+
+keys_app = typer.Typer(
+    name="keys",
+    help="API keys of the server: each is bound to namespaces with a role (read, write,"
+    " admin). Once any key exists, every REST, inspector and MCP request needs one.\n\n"
+    "Example: clawmem keys create --namespace alice --role write",
+    no_args_is_help=True,
+)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``keys`` group to ``app``, replacing an earlier one (registering twice is
+    harmless)."""
+    app.registered_groups = [g for g in app.registered_groups if g.name != "keys"]
+    app.add_typer(keys_app, name="keys")
+
+
+def _table(keys: list[ApiKey]) -> Table:
+    from rich.table import Table
+
+    table = Table()
+    for column in ("id", "role", "namespaces", "label", "created", "revoked"):
+        table.add_column(column)
+    for k in keys:
+        table.add_row(k.id, k.role.value, ", ".join(k.namespaces), k.label or "-",
+                      _show("created_at", k.created_at)[:16], _show("created_at", k.revoked_at)
+                      [:16] if k.revoked_at else "-")
+    return table
+
+
+@keys_app.command("create")
+@_guarded
+def create_cmd(
+    ctx: typer.Context,
+    *,
+    namespace: Annotated[list[str], typer.Option(
+        "--namespace", "-n", metavar="NS", help="A namespace the key may use (repeatable; the"
+        " first is the one a request that names none works in).")],
+    role: Annotated[Role, typer.Option(
+        case_sensitive=False, help="read: look only; write: also store, change and forget"
+        " memories; admin: also forget a whole namespace and run maintenance.")] = Role.WRITE,
+    label: Annotated[str | None, typer.Option(help="A note for `keys list`.")] = None,
+) -> None:
+    """Create an API key and print it as the last line. It is shown only now: the database
+    keeps a digest of it.
+
+    Example: clawmem keys create --namespace alice --role write
+    """
+    with _open(ctx, local=True) as mem:
+        record, secret = Keys(key_store_for(mem.store_backend)).create(namespace, role, label)
+    data = {**record.to_dict(), "key": secret}
+    _emit(ctx, data, _line(f"created key {record.id} ({record.role.value} on "
+                           f"{', '.join(record.namespaces)}); it is shown only once:\n{secret}"))
+
+
+@keys_app.command("list")
+@_guarded
+def list_cmd(ctx: typer.Context) -> None:
+    """List the API keys (ids, roles, namespaces; never the keys themselves).
+
+    Example: clawmem keys list
+    """
+    with _open(ctx, create=False, local=True) as mem:
+        keys = Keys(key_store_for(mem.store_backend)).list()
+    _emit(ctx, {"keys": [k.to_dict() for k in keys]},
+          _print(lambda: _table(keys)) if keys else _line("no API keys"))
+
+
+@keys_app.command("revoke")
+@_guarded
+def revoke_cmd(
+    ctx: typer.Context,
+    key_id: Annotated[str, typer.Argument(metavar="ID", help="The key's id (or the key).")],
+) -> None:
+    """Revoke an API key: the server refuses it from its next request on.
+
+    Example: clawmem keys revoke 3f2a9c0d1e4b
+    """
+    with _open(ctx, create=False, local=True) as mem:
+        record = Keys(key_store_for(mem.store_backend)).revoke(key_id)
+    _emit(ctx, record.to_dict(), _line(f"revoked key {record.id}"))
+

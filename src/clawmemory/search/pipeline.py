@@ -31,7 +31,7 @@ from clawmemory.search.fusion import Fused
 from clawmemory.search.ranking import factors
 from clawmemory.search.sanitize import content_terms, like_tokens, sanitize_terms
 from clawmemory.store.base import RankInfo, Store
-from clawmemory.store.memory import tokenize
+from clawmemory.store.memory import phrase_count, tokenize
 from clawmemory.vectors.base import VectorStore
 
 if TYPE_CHECKING:  # numpy loads on first vector use, not at import
@@ -315,10 +315,10 @@ class Retriever:
                 text = f"{r.content} {r.key or ''}".lower()
                 words = [t for t in terms if t in text]
             else:
-                stems = set(
-                    tokenize(f"{r.key or ''} {r.content} {' '.join(r.tags)} {r.source or ''}")
-                )
-                words = [t for t in terms if (tt := tokenize(t)) and set(tt) <= stems]
+                tokens = tokenize(f"{r.key or ''} {r.content} {' '.join(r.tags)} {r.source or ''}")
+                stems = set(tokens)
+                words = [t for t in terms if (tt := tokenize(t)) and (
+                    phrase_count(tokens, tt) if len(tt) > 1 else tt[0] in stems)]
             if r.id in entity_names and "entity" in h.explain.lists:
                 words.append(f"entity:{entity_names[r.id]}")
             e = h.explain

@@ -33,7 +33,14 @@ from clawmemory.search.floor import apply_floor
 from clawmemory.search.fusion import Fused
 from clawmemory.search.ranking import factors
 from clawmemory.search.sanitize import content_terms, like_tokens, sanitize_terms
-from clawmemory.search.temporal import Period, query_periods, time_factor, zone
+from clawmemory.search.temporal import (
+    Period,
+    asks_when,
+    query_periods,
+    states_time,
+    time_factor,
+    zone,
+)
 from clawmemory.store.base import RankInfo, Store
 from clawmemory.store.memory import phrase_count, tokenize
 from clawmemory.vectors.base import VectorStore
@@ -208,8 +215,10 @@ class Retriever:
         if self.cfg.neighbour_weight > 0 and req.mode != "vector":
             # Smoothing needs BM25's sharp scores; cosine alone is too flat (measured: ADR 0005).
             self._smooth(fused, req)
-        when = self._when(fused, req, records) if periods else {}
-        ranked = self._rank(fused, req, periods, when)[: req.limit]
+        answer = self.time_cfg.answer_boost > 0 and asks_when(req.query)
+        when = self._when(fused, req, records) if periods or answer else {}
+        dated = {m for m in when if states_time(records[m].content)} if answer else None
+        ranked = self._rank(fused, req, periods, when, dated)[: req.limit]
         hits = self._materialise(ranked, req.namespace, records)
         if req.depth > 0:
             hits = hits + self._neighbours(hits, req)
@@ -286,7 +295,7 @@ class Retriever:
 
     def _rank(
         self, fused: dict[str, Fused], req: RecallRequest, periods: Sequence[Period] = (),
-        when: dict[str, float] | None = None,
+        when: dict[str, float] | None = None, dated: set[str] | None = None,
     ) -> list[tuple[str, float, Explanation]]:
         boosts = self._co_recall_boosts(fused, req) if self.cfg.co_recall else {}
         boost = self.time_cfg.query_boost
@@ -297,6 +306,8 @@ class Retriever:
                 fs["co_recall"] = boosts[mid]
             if periods and boost > 0 and when and mid in when:
                 fs["time"] = time_factor(when[mid], tuple(periods), boost)
+            if dated is not None:  # the question asks "when": a memory stating a time
+                fs["states_time"] = 1.0 + self.time_cfg.answer_boost * (mid in dated)
             final = f.score * math.prod(fs.values())
             explain = Explanation(lists=f.lists, fused=f.score, factors=fs, via=f.via, final=final)
             ranked.append((mid, final, explain))

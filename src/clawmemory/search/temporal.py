@@ -36,10 +36,12 @@ from clawmemory.errors import InvalidInputError
 __all__ = [
     "TIME_FILTERS",
     "Period",
+    "asks_when",
     "event_time_from_text",
     "filter_times",
     "query_periods",
     "resolve_time",
+    "states_time",
     "time_factor",
     "zone",
 ]
@@ -268,6 +270,24 @@ def query_periods(query: str, now: float, tz: tzinfo, languages: tuple[str, ...]
     if not _triggered(query):
         return ()
     return _query_periods(query, int(now // 60), tz, languages)
+
+
+# How a question asking for a time begins, or what it holds ("When did...", "What year...").
+_WHEN_STARTS = ("when ", "since when", "how long ago", "what time ")
+_WHEN_HOLDS = ("what date", "what year", "what month", "what day", "which year",
+               "which month", "which day", "how long ago", "when did", "when was", "when is")
+
+
+def asks_when(query: str) -> bool:
+    """Whether the question asks for a time ("When did Caroline go to the support group?")."""
+    low = " ".join(query.lower().split())
+    return low.startswith(_WHEN_STARTS) or any(h in low for h in _WHEN_HOLDS)
+
+
+def states_time(text: str) -> bool:
+    """Whether a text holds a word that may name a time: a date, a month or weekday, a day word,
+    "ago", "last", "next", or a number (the cheap word test ``query_periods`` starts with)."""
+    return _triggered(text)
 
 
 def time_factor(moment: float, periods: tuple[Period, ...], boost: float) -> float:

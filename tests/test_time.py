@@ -254,3 +254,10 @@ def test_hybrid_finds_what_happened_in_the_named_period(tmp_path: object, embedd
         hits = mem.recall("What did I do yesterday?", mode="hybrid", touch=False)
         assert hits and all("time" not in h.explain.lists for h in hits)
         assert hits[0].explain.factors["time"] == 1.5
+
+
+def test_a_date_without_a_year_is_no_event_time(mem: Memory) -> None:
+    """"Her birthday is on May 15" names a day of every year, not the day of an event."""
+    assert mem.get(mem.store("Farid's birthday is on May 15.")).event_time is None
+    assert mem.get(mem.store("We played 3-4 times")).event_time is None
+    assert mem.get(mem.store("Released 2023-07-15, finally")).event_time == _at("2023-07-15")

@@ -164,13 +164,12 @@ def _triggered(text: str) -> bool:
 
 def _may_name_a_day(text: str) -> bool:
     """Whether ``text`` may name a single day (what ``event_time_from_text`` accepts): a day
-    word, "ago", "last" with a weekday, a month with a number, or a date of numbers. Most
+    word, "ago", "last" with a weekday, or a year with a month or in a date of numbers. Most
     stored texts have none, and the parser is not run on them."""
     low = {w.lower() for w in _words(text)}
-    digits = any(c.isdigit() for c in text)
+    year = any(_is_year(w) for w in low)
     return bool(_DAY_WORDS & low or "ago" in low or ("last" in low and _WEEKDAYS & low)
-                or (digits and _MONTHS & low)
-                or (digits and any(j in text for j in "-/")))
+                or (year and (_MONTHS & low or any(j in text for j in "-/"))))
 
 
 def _date_word(word: str) -> bool:
@@ -349,7 +348,8 @@ def event_time_from_text(text: str, reference: float, tz: tzinfo,
                          languages: tuple[str, ...]) -> tuple[float, str] | None:
     """The day a stored text says it is about, when it says so unambiguously: exactly one
     accepted expression, naming one day other than the reference's own ("yesterday",
-    "3 days ago", "last Friday", "on 15 July 2023"; not "in March", "last week", "today").
+    "3 days ago", "last Friday", "on 15 July 2023"; not "in March", "last week", "today",
+    "on May 15" without a year).
     Returns (the start of that day, the expression), or None."""
     if not _may_name_a_day(text):
         return None
@@ -360,6 +360,8 @@ def event_time_from_text(text: str, reference: float, tz: tzinfo,
         low = [w.lower() for w in _words(span)]
         if (_WEEKDAYS & set(low)) and before.lower() != "last" and "last" not in low:
             return None  # "on Friday": the last one or the next one?
+        if _MONTHS & set(low) and not any(_is_year(w) for w in low):
+            return None  # "on May 15": which year? (a birthday is every year)
         expr = f"{before} {span}" if before.lower() in _MARKERS else span
         parsed = _parse(expr, base, languages)
         if parsed is None or parsed[1] != "day":

@@ -150,19 +150,21 @@ def test_a_named_month_boosts_and_hides_nothing(diary: Memory) -> None:
 def test_queries_without_time_words_rank_exactly_as_without_the_time_factor(
     store: Store, clock: Clock,
 ) -> None:
-    """The false-positive check: with the factor on (default) or off, a query that names no
-    time gets the same hits, scores and explanations. Every query here holds words a date
-    parser reads as dates ("may", "march", "sat", "second", "30 years", "5th")."""
+    """The false-positive check: with the time features on (default) or off, a query that
+    names no time and does not ask for one gets the same hits, scores and explanations. Every
+    query here holds words a date parser reads as dates ("may", "march", "sat", "second",
+    "30 years", "5th", "June")."""
     texts = ["May and June went hiking", "The march was on Sat", "Python 3.12 is out",
              "She is 30 years old", "Fifth avenue, 5th floor", "A second opinion"]
     queries = ["Who may come hiking?", "March on", "Sat in a chair", "what is 3.12",
                "how old is she, 30 years?", "what do you do on 5th avenue",
-               "a second opinion", "hiking with June"]
+               "a second opinion", "hiking with June", "hiking whenever it is sunny"]
     on = Memory(store, Settings(embedder={"provider": "none"}), clock=clock)
     for text in texts:
         on.store(text, event_time=START - 200 * DAY)
     off = Memory(store, Settings(embedder={"provider": "none"},
-                                 time={"query_boost": 0, "query_candidates": False}), clock=clock)
+                                 time={"query_boost": 0, "query_candidates": False,
+                                       "answer_boost": 0}), clock=clock)
     for query in queries:
         with_time = [h.to_dict() for h in on.recall(query, mode="keyword", touch=False)]
         without = [h.to_dict() for h in off.recall(query, mode="keyword", touch=False)]
@@ -261,3 +263,15 @@ def test_a_date_without_a_year_is_no_event_time(mem: Memory) -> None:
     assert mem.get(mem.store("Farid's birthday is on May 15.")).event_time is None
     assert mem.get(mem.store("We played 3-4 times")).event_time is None
     assert mem.get(mem.store("Released 2023-07-15, finally")).event_time == _at("2023-07-15")
+
+
+def test_a_question_asking_when_prefers_memories_that_state_a_time(mem: Memory) -> None:
+    plain = mem.store("Mel loves hiking")
+    dated = mem.store("Mel went hiking last Friday, the views were great and the trail long")
+    assert [h.memory.id for h in mem.recall("Mel hiking", mode="keyword")] == [plain, dated]
+    hits = mem.recall("When did Mel go hiking?", mode="keyword")
+    assert [h.memory.id for h in hits] == [dated, plain]
+    assert [h.explain.factors["states_time"] for h in hits] == [2.0, 1.0]
+    # Only a question asking for a time gets the factor.
+    assert all("states_time" not in h.explain.factors
+               for h in mem.recall("Where did Mel go hiking?", mode="keyword"))

@@ -267,7 +267,7 @@ class TimeSettings(Section):
     query_candidates: bool = True
     # A question asking for a time ("When did...?") ranks memories that state one ("last
     # Friday", "in 2022", a date) × (1 + answer_boost): the statement that answers it.
-    answer_boost: float = Field(default=0.0, ge=0, le=10)
+    answer_boost: float = Field(default=1.0, ge=0, le=10)
     # A stored text with exactly one unambiguous day ("yesterday", "3 days ago", "on
     # 15 July 2023") gets that day as its event_time, read against the event_time given
     # (or the time of storing).

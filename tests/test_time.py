@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import uuid
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from clawmemory import InvalidInputError, Memory, Settings
+from clawmemory import Filter, InvalidInputError, Memory, MemoryRecord, Settings
 from clawmemory.store.base import Store
 from conftest import DAY, START, Clock
 
@@ -275,3 +278,29 @@ def test_a_question_asking_when_prefers_memories_that_state_a_time(mem: Memory) 
     # Only a question asking for a time gets the factor.
     assert all("states_time" not in h.explain.factors
                for h in mem.recall("Where did Mel go hiking?", mode="keyword"))
+
+
+# --- every backend agrees with Filter.matches --------------------------------------------------
+TIMES = st.one_of(st.none(), st.integers(0, 20).map(lambda d: START + d * DAY / 2))
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(st.tuples(st.integers(0, 20), TIMES, TIMES), min_size=1, max_size=8),
+       since=TIMES, until=TIMES, as_of=TIMES, include_invalid=st.booleans())
+def test_time_filters_agree_with_the_reference_on_every_backend(
+    store: Store, rows: list[tuple[int, float | None, float | None]], since: float | None,
+    until: float | None, as_of: float | None, include_invalid: bool,
+) -> None:
+    """``Filter.matches`` is the definition (model.py); each backend's list and count give
+    exactly its answer for any mix of event times, creation times and invalidations."""
+    ns = uuid.uuid4().hex
+    records = [MemoryRecord(id=f"r{i}", namespace=ns, content="x",
+                            created_at=START + created * DAY / 2, updated_at=START,
+                            event_time=event, valid_until=invalid)
+               for i, (created, event, invalid) in enumerate(rows)]
+    store.put_many(records, skip_existing_keys=False)
+    flt = Filter(since=since, until=until, as_of=as_of, include_invalid=include_invalid)
+    want = {r.id for r in records if flt.matches(r)}
+    assert {r.id for r in store.list(ns, flt, limit=100)} == want
+    assert store.count(ns, flt) == len(want)

@@ -57,6 +57,7 @@ __all__ = [
     "ServerSettings",
     "Settings",
     "StorageSettings",
+    "TimeSettings",
     "default_home",
     "load_settings",
 ]
@@ -274,6 +275,40 @@ class RecallSettings(Section):
         return self
 
 
+class TimeSettings(Section):
+    """Time in recall and on the write path (ADR 0017): ``since``/``until``/``as_of`` given as
+    expressions, time expressions in queries, and event times read from stored text."""
+
+    # The zone in which "yesterday", "last March" and dates without a time of day are read:
+    # an IANA name ("Europe/Berlin"), "UTC", or "local" (this machine's zone).
+    time_zone: str = "UTC"
+    # Languages of time expressions (dateparser codes); more languages cost parsing time.
+    languages: list[str] = Field(default_factory=lambda: ["en"], min_length=1, max_length=20)
+    # Memories whose event time (or, without one, creation time) lies in a period the query
+    # names ("last March", "four weeks ago") rank higher: × (1 + query_boost) inside it,
+    # less the further outside. 0 turns the factor off.
+    query_boost: float = Field(default=0.5, ge=0, le=10)
+    # Hybrid recall also takes the memories of that period as candidates (the most similar
+    # ones when vectors exist): a question such as "what did I do yesterday?" shares no
+    # word with what was done.
+    query_candidates: bool = True
+    # A question asking for a time ("When did...?") ranks memories that state one ("last
+    # Friday", "in 2022", a date) × (1 + answer_boost): the statement that answers it.
+    answer_boost: float = Field(default=1.0, ge=0, le=10)
+    # A stored text with exactly one unambiguous day ("yesterday", "3 days ago", "on
+    # 15 July 2023") gets that day as its event_time, read against the event_time given
+    # (or the time of storing).
+    from_text: bool = True
+
+    @field_validator("time_zone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        from clawmemory.search.temporal import zone
+
+        zone(value)  # raises ValueError naming the problem
+        return value
+
+
 class LifecycleSettings(Section):
     # What a lifecycle job does with a memory it takes out of the live set (hygiene purge, idle
     # purge): "archive" keeps it searchable and restorable (003's archive); "delete" is 000's
@@ -466,6 +501,7 @@ class Settings(BaseSettings):
     log_level: str = "WARNING"
     storage: StorageSettings = Field(default_factory=StorageSettings)
     recall: RecallSettings = Field(default_factory=RecallSettings)
+    time: TimeSettings = Field(default_factory=TimeSettings)
     lifecycle: LifecycleSettings = Field(default_factory=LifecycleSettings)
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
     entities: EntitySettings = Field(default_factory=EntitySettings)

@@ -316,7 +316,18 @@ class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
         return check_metadata(metadata, cfg.max_metadata_chars, cfg.max_metadata_depth)
 
     def _filter(self, **fields: Any) -> Filter:
+        """A checked filter; the time arguments (``since``, ``until``, ``created_since``,
+        ``created_until``, ``as_of``) are read against the clock (search/temporal.py)."""
+        from clawmemory.search.temporal import TIME_FILTERS
+
         cfg = self.settings.storage
+        times = {name: fields.pop(name) for name in TIME_FILTERS if name in fields}
+        if any(v is not None for v in times.values()):
+            from clawmemory.search.temporal import filter_times, zone
+
+            t = self.settings.time
+            fields.update(filter_times(times, self.clock(), zone(t.time_zone),
+                                       tuple(t.languages)))
         return check_filter(fields, cfg.max_metadata_chars, cfg.max_metadata_depth)
 
     def get(self, id_or_key: str) -> MemoryRecord:
@@ -551,18 +562,22 @@ class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
         limit: int = 50,
         offset: int = 0,
         order: str = "newest",
-        created_after: Any = None,
-        created_before: Any = None,
+        since: Any = None,
+        until: Any = None,
+        created_since: Any = None,
+        created_until: Any = None,
+        as_of: Any = None,
     ) -> builtins.list[MemoryRecord]:
-        """Memories matching the filters (``created_after`` inclusive, ``created_before``
-        exclusive: epoch seconds or ISO-8601), in ``order``."""
+        """Memories matching the filters, in ``order``. Times (``since``/``until`` on when the
+        thing happened, ``created_since``/``created_until`` on creation, ``as_of``: what was
+        valid then) are epoch seconds, datetimes, ISO-8601 or expressions ("2 weeks ago")."""
         self.flush()
         if not isinstance(order, str) or order not in ORDERS:
             raise InvalidInputError(f"order must be one of {', '.join(ORDERS)}")
         flt = self._filter(kind=kind, tags=tags, session_id=session_id, metadata=metadata,
-                           source=source, include_invalid=include_invalid,
-                           created_after=check_time(created_after, "created_after"),
-                           created_before=check_time(created_before, "created_before"))
+                           source=source, include_invalid=include_invalid, since=since,
+                           until=until, created_since=created_since,
+                           created_until=created_until, as_of=as_of)
         return self.store_backend.list(
             self.namespace,
             flt,
@@ -579,7 +594,8 @@ class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
         **filters: Any,
     ) -> int:
         self.flush()
-        allowed = {"tags", "metadata", "session_id", "exclude_session_id", "source"}
+        allowed = {"tags", "metadata", "session_id", "exclude_session_id", "source", "since",
+                   "until", "created_since", "created_until", "as_of"}
         if unknown := sorted(set(filters) - allowed):
             raise InvalidInputError(f"count() got an unknown filter {unknown[0]!r}; filters: "
                                     f"{', '.join(sorted(allowed))}")
@@ -609,6 +625,11 @@ class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
         depth: int = 0,
         archive: bool = False,
         touch: bool = True,
+        since: Any = None,
+        until: Any = None,
+        created_since: Any = None,
+        created_until: Any = None,
+        as_of: Any = None,
     ) -> builtins.list[Hit]:
         """The memories most relevant to ``query``, best first, each with its explanation.
 
@@ -618,6 +639,13 @@ class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
         ``archive=True`` searches the archive instead: what maintenance moved out of the live
         set (003 pruning, and the hygiene and idle purges by default).
         Recall counts as access: ``last_accessed`` and ``access_count`` are updated (``touch``).
+
+        Time (ADR 0017): ``since``/``until`` keep memories by when the thing happened
+        (``event_time``, else ``created_at``), ``created_since``/``created_until`` by creation,
+        ``as_of`` returns what was valid then (a memory corrected later comes back as the
+        version it had). Each is epoch seconds, a datetime, ISO-8601 or an expression
+        ("yesterday", "2 weeks ago"). A period the query itself names ("what did I do last
+        March?") ranks that period's memories first (the ``time`` factor) and hides nothing.
         """
         query = check_query(query, self.settings.recall.max_query_chars)  # before any parsing
         limit = check_limit(limit if limit is not None else self.settings.recall.limit)
@@ -625,7 +653,9 @@ class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
             raise InvalidInputError("depth must be 0, 1, 2 or 3")
         flt = self._filter(kind=kind, tags=tags, session_id=session_id,
                            exclude_session_id=exclude_session_id, metadata=metadata,
-                           include_invalid=include_invalid)
+                           include_invalid=include_invalid, since=since, until=until,
+                           created_since=created_since, created_until=created_until,
+                           as_of=as_of)
         check_flag(touch, "touch")
         check_flag(archive, "archive")
         if mode is not None and (not isinstance(mode, str) or mode.lower() not in _MODES):
@@ -672,6 +702,7 @@ class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
         return Retriever(
             self.store_backend,
             self.settings.recall,
+            time_cfg=self.settings.time,
             vectors=vectors,
             embed_query=self.components.embed_query if vectors is not None else None,
             entity_search=self._entity_search if self.components.entity_layer() else None,

@@ -21,6 +21,7 @@ __all__ = [
     "Hit",
     "KindPolicy",
     "MemoryRecord",
+    "event_or_created",
     "kind_policy",
     "meta_equal",
     "normalize_kind",
@@ -143,7 +144,20 @@ class MemoryRecord:
 
 @dataclass(frozen=True, slots=True)
 class Filter:
-    """Conditions every returned memory must meet. Empty fields do not filter."""
+    """Conditions every returned memory must meet. Empty fields do not filter.
+
+    Times (epoch seconds; every backend implements exactly ``matches``):
+
+    * ``since`` / ``until``: when the remembered thing happened, ``event_time``, or for a memory
+      without one its ``created_at`` (``COALESCE(event_time, created_at)`` in SQL):
+      ``since <= t < until``;
+    * ``created_after`` / ``created_before``: ``created_after <= created_at < created_before``;
+    * ``as_of``: what was valid then. A memory counts when ``created_at <= as_of`` and it was
+      not yet invalidated then (``valid_until`` is NULL or later than ``as_of``): a memory
+      corrected later is returned as the version it had then (the correction is created later
+      and its predecessor's ``valid_until`` is the time of the correction). ``include_invalid``
+      still drops the validity condition (not the creation one).
+    """
 
     kinds: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()  # all of these tags must be present
@@ -154,6 +168,9 @@ class Filter:
     created_after: float | None = None
     created_before: float | None = None
     include_invalid: bool = False  # include memories with valid_until set
+    since: float | None = None  # COALESCE(event_time, created_at) >= since
+    until: float | None = None  # COALESCE(event_time, created_at) < until
+    as_of: float | None = None  # created by then and valid then
 
     @classmethod
     def build(
@@ -168,6 +185,9 @@ class Filter:
         created_after: float | None = None,
         created_before: float | None = None,
         include_invalid: bool = False,
+        since: float | None = None,
+        until: float | None = None,
+        as_of: float | None = None,
     ) -> Filter:
         if kind is None:
             kinds: tuple[str, ...] = ()
@@ -185,6 +205,9 @@ class Filter:
             created_after=created_after,
             created_before=created_before,
             include_invalid=include_invalid,
+            since=since,
+            until=until,
+            as_of=as_of,
         )
 
     def matches(self, r: MemoryRecord) -> bool:
@@ -198,9 +221,27 @@ class Filter:
             self.source is None or r.source == self.source,
             self.created_after is None or r.created_at >= self.created_after,
             self.created_before is None or r.created_at < self.created_before,
-            self.include_invalid or r.valid_until is None,
+            self.since is None or event_or_created(r) >= self.since,
+            self.until is None or event_or_created(r) < self.until,
+            self.as_of is None or r.created_at <= self.as_of,
+            self.include_invalid or r.valid_until is None or (
+                self.as_of is not None and r.valid_until > self.as_of),
         )
         return all(checks)
+
+    @property
+    def restrictive(self) -> bool:
+        """Whether the filter may leave few of a namespace's memories (recall then searches
+        vectors among the allowed ones only)."""
+        return bool(self.kinds or self.tags or self.session_id or self.metadata or self.source
+                    or self.created_after is not None or self.created_before is not None
+                    or self.since is not None or self.until is not None
+                    or self.as_of is not None)
+
+
+def event_or_created(r: MemoryRecord) -> float:
+    """When the remembered thing happened: ``event_time``, else ``created_at``."""
+    return r.event_time if r.event_time is not None else r.created_at
 
 
 def meta_equal(actual: Any, wanted: Any) -> bool:

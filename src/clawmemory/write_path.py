@@ -61,6 +61,7 @@ class WritePathMixin:
         concurrent turns of one session form a single chain). Then their vectors: now
         (``vector_writes == "sync"``), by the background worker (``background``), or by the
         next process that has the model loaded (``"queue"``)."""
+        records = self._event_times(records)
         mentions = self._mentions(records)  # pure computation: before the lock is taken
         with self._transaction():
             preceding = self._preceding(records)
@@ -74,6 +75,23 @@ class WritePathMixin:
         self._fill(stored, entries, {s.id: p for s, p in zip(stored, preceding, strict=True)},
                    background=background)
         return stored
+
+    def _event_times(self, records: Sequence[MemoryRecord]) -> Sequence[MemoryRecord]:
+        """New records whose text names one day unambiguously ("yesterday", "on 15 July
+        2023") get that day as ``event_time``, read against the event time given (a turn's
+        session date) or the time of storing (``time.from_text``; search/temporal.py)."""
+        cfg = self.settings.time
+        if not cfg.from_text:
+            return records
+        from clawmemory.search.temporal import event_time_from_text, zone
+
+        tz, languages = zone(cfg.time_zone), tuple(cfg.languages)
+        out = []
+        for r in records:
+            reference = r.event_time if r.event_time is not None else r.created_at
+            found = event_time_from_text(r.content, reference, tz, languages)
+            out.append(r if found is None else r.evolve(event_time=found[0]))
+        return out
 
     def _mentions(self, records: Sequence[MemoryRecord]) -> builtins.list[Any]:
         """The fast NER's mentions of each record ([] when entities are off)."""

@@ -74,6 +74,16 @@ def _list(value: Iterable[str] | str | None) -> builtins.list[str] | str | None:
     return builtins.list(value)
 
 
+_TIMES = ("since", "until", "created_since", "created_until", "as_of")
+
+
+def _times(**given: Any) -> dict[str, Any]:
+    """The time filters that are set, as JSON can carry them: a datetime as ISO-8601 (the
+    server reads epoch seconds, ISO-8601 and expressions like "2 weeks ago" itself)."""
+    return {k: v.isoformat() if hasattr(v, "isoformat") else v
+            for k, v in given.items() if v is not None}
+
+
 class RemoteMemory(Memory):
     """``Memory`` over HTTP. Thread-safe (one pooled httpx client); close it when done."""
 
@@ -261,13 +271,17 @@ class RemoteMemory(Memory):
         limit: int = 50,
         offset: int = 0,
         order: str = "newest",
-        created_after: Any = None,
-        created_before: Any = None,
+        since: Any = None,
+        until: Any = None,
+        created_since: Any = None,
+        created_until: Any = None,
+        as_of: Any = None,
     ) -> builtins.list[MemoryRecord]:
         params = {"kind": _list(kind), "tag": _list(tags), "session_id": session_id,
                   "source": source, "include_invalid": include_invalid, "order": order,
                   "metadata": None if metadata is None else json.dumps(dict(metadata)),
-                  "created_after": created_after, "created_before": created_before,
+                  **_times(since=since, until=until, created_since=created_since,
+                           created_until=created_until, as_of=as_of),
                   "limit": limit, "offset": offset}
         data = self._call("GET", "/v1/memories", params=params)
         return [_record(r) for r in data["memories"]]
@@ -279,7 +293,7 @@ class RemoteMemory(Memory):
         include_invalid: bool = False,
         **filters: Any,
     ) -> int:
-        allowed = {"tags", "metadata", "session_id", "exclude_session_id", "source"}
+        allowed = {"tags", "metadata", "session_id", "exclude_session_id", "source", *_TIMES}
         if unknown := sorted(set(filters) - allowed):
             raise errors.InvalidInputError(f"count() got an unknown filter {unknown[0]!r};"
                                            f" filters: {', '.join(sorted(allowed))}")
@@ -288,7 +302,8 @@ class RemoteMemory(Memory):
                   "tag": _list(filters.get("tags")), "session_id": filters.get("session_id"),
                   "exclude_session_id": filters.get("exclude_session_id"),
                   "source": filters.get("source"),
-                  "metadata": None if metadata is None else json.dumps(dict(metadata))}
+                  "metadata": None if metadata is None else json.dumps(dict(metadata)),
+                  **_times(**{k: filters.get(k) for k in _TIMES})}
         return int(self._call("GET", "/v1/count", params=params)["count"])
 
     def search_by_metadata(
@@ -313,8 +328,15 @@ class RemoteMemory(Memory):
         depth: int = 0,
         archive: bool = False,
         touch: bool = True,
+        since: Any = None,
+        until: Any = None,
+        created_since: Any = None,
+        created_until: Any = None,
+        as_of: Any = None,
     ) -> builtins.list[Hit]:
-        body = {"query": query, "limit": limit, "kind": _list(kind), "tags": _list(tags),
+        body = {**_times(since=since, until=until, created_since=created_since,
+                         created_until=created_until, as_of=as_of),
+                "query": query, "limit": limit, "kind": _list(kind), "tags": _list(tags),
                 "session_id": session_id, "exclude_session_id": exclude_session_id,
                 "metadata": metadata, "include_invalid": include_invalid,
                 "mode": mode.lower() if isinstance(mode, str) else mode, "depth": depth,

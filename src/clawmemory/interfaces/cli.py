@@ -45,6 +45,14 @@ from clawmemory.errors import (
     InvalidInputError,
     NotFoundError,
 )
+from clawmemory.interfaces.cli_time import (
+    AsOfOpt,
+    CreatedSinceOpt,
+    CreatedUntilOpt,
+    SinceOpt,
+    UntilOpt,
+    times,
+)
 from clawmemory.model import KIND_ALIASES, KINDS, Hit, MemoryRecord
 from clawmemory.store.base import ORDERS
 
@@ -612,39 +620,29 @@ def recall_cmd(
     archive: Annotated[bool, typer.Option(
         "--archive", help="Search the archive instead: what maintenance moved out of recall"
         " (clawmem restore brings a memory back).")] = False,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    created_since: CreatedSinceOpt = None,
+    created_until: CreatedUntilOpt = None,
+    as_of: AsOfOpt = None,
 ) -> None:
     """Find the memories most relevant to a query, best first.
 
-    Example: clawmem recall "dark theme" --explain
+    Example: clawmem recall "dark theme" --explain --since "2 weeks ago"
     """
     with _open(ctx, create=False) as mem:
         if not archive and (mode or "").lower() != "keyword" and not _globals(ctx).url:
-            _catch_up_vectors(mem)
+            from clawmemory.interfaces.cli_retrieval import catch_up_vectors
+
+            catch_up_vectors(mem)
         hits: list[Hit] = mem.recall(query, limit=limit, kind=kind or None, tags=_tags(tag, tags),
                           session_id=session, metadata=_meta(meta),
                           include_invalid=include_invalid, mode=mode, depth=depth,
-                          archive=archive)
+                          archive=archive, **times(since, until, created_since,
+                                                   created_until, as_of))
         namespace = mem.namespace
     data = {"query": query, "namespace": namespace, "hits": [h.to_dict() for h in hits]}
     _emit(ctx, data, _print_hits(hits, explain))
-
-
-# A recall that loads the model anyway embeds this many queued memories first (~4 ms each), so
-# `clawmem add` then `clawmem recall` finds the new memory by meaning too; more waits for
-# `clawmem backfill`, the server or `maintain`.
-CATCH_UP_LIMIT = 200
-
-
-def _catch_up_vectors(mem: Memory) -> None:
-    """Embed what `clawmem add` queued, when there is little of it and the model works."""
-    waiting = mem.components.queued(mem.namespace)
-    if not waiting or mem.components.vectors() is None:
-        return
-    if waiting > CATCH_UP_LIMIT:
-        log.warning("%d memories wait for their vector; `clawmem backfill` embeds them (until"
-                    " then recall finds them by keyword)", waiting)
-        return
-    mem.backfill()
 
 
 @_command("get")
@@ -674,20 +672,27 @@ def list_cmd(
     archive: Annotated[bool, typer.Option(
         "--archive", help="List the archive instead (what maintenance moved there), most"
         " recently archived first; takes only --limit and --offset.")] = False,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    created_since: CreatedSinceOpt = None,
+    created_until: CreatedUntilOpt = None,
+    as_of: AsOfOpt = None,
 ) -> None:
     """List memories, newest first, with optional filters.
 
-    Example: clawmem list --kind preference --tag ui --limit 10
+    Example: clawmem list --kind preference --tag ui --limit 10 --since yesterday
     """
+    when = times(since, until, created_since, created_until, as_of)
     if archive:
-        if kind or tag or tags or session or meta or include_invalid or order != "newest":
+        if (kind or tag or tags or session or meta or include_invalid or order != "newest"
+                or any(v is not None for v in when.values())):
             raise InvalidInputError("--archive takes only --limit and --offset")
         _list_archive(ctx, limit, offset)
         return
     with _open(ctx, create=False) as mem:
         records = mem.list(kind=kind or None, tags=_tags(tag, tags), session_id=session,
                            metadata=_meta(meta), include_invalid=include_invalid,
-                           limit=limit, offset=offset, order=order)
+                           limit=limit, offset=offset, order=order, **when)
         namespace = mem.namespace
     data = {"namespace": namespace, "offset": offset, "count": len(records),
             "memories": [r.to_dict() for r in records]}

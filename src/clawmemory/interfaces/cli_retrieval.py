@@ -5,6 +5,7 @@ Registered by ``cli.main()`` through ``register(app)``, like every ``cli_*`` mod
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated
 
@@ -24,7 +25,29 @@ from clawmemory.interfaces.cli import (
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["register"]
+log = logging.getLogger("clawmemory")
+
+__all__ = ["catch_up_vectors", "register"]
+
+if TYPE_CHECKING:
+    from clawmemory.engine import Memory
+
+# A recall that loads the model anyway embeds this many queued memories first (~4 ms each), so
+# `clawmem add` then `clawmem recall` finds the new memory by meaning too; more waits for
+# `clawmem backfill`, the server or `maintain`.
+CATCH_UP_LIMIT = 200
+
+
+def catch_up_vectors(mem: Memory) -> None:
+    """Embed what `clawmem add` queued, when there is little of it and the model works."""
+    waiting = mem.components.queued(mem.namespace)
+    if not waiting or mem.components.vectors() is None:
+        return
+    if waiting > CATCH_UP_LIMIT:
+        log.warning("%d memories wait for their vector; `clawmem backfill` embeds them (until"
+                    " then recall finds them by keyword)", waiting)
+        return
+    mem.backfill()
 
 COMMANDS = ("reindex", "backfill", "link", "unlink", "neighbors", "entity")
 

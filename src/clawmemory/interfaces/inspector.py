@@ -138,7 +138,7 @@ def browse(page: Web, kind: str = "", tag: str = "", session: str = "", after: s
     offset = read_cursor(cursor, query)
     records = page.mem.list(
         kind=kind or None, tags=[tag] if tag else (), session_id=session or None,
-        include_invalid=invalid, created_after=after or None, created_before=before or None,
+        include_invalid=invalid, created_since=after or None, created_until=before or None,
         limit=PAGE + 1, offset=offset)
     more = write_cursor(offset + PAGE, query) if len(records) > PAGE else None
     filters = {k: v for k, v in query.items() if k != "ns"}

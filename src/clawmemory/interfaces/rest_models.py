@@ -184,6 +184,11 @@ class RecallIn(_In):
     depth: int = 0
     archive: bool = False
     touch: bool = True
+    since: float | str | None = None
+    until: float | str | None = None
+    created_since: float | str | None = None
+    created_until: float | str | None = None
+    as_of: float | str | None = None
 
 
 class Explain(BaseModel):

@@ -148,9 +148,11 @@ def list_memories(
     source: str | None = None,
     metadata: Annotated[str | None, Query(description='JSON object, e.g. {"app": "vscode"}')
                         ] = None,
-    created_after: Annotated[str | None, Query(description="epoch seconds or ISO-8601")
-                             ] = None,
-    created_before: str | None = None,
+    since: Annotated[str | None, Query(description=_WHEN + " (when it happened)")] = None,
+    until: Annotated[str | None, Query(description=_WHEN)] = None,
+    created_since: Annotated[str | None, Query(description=_WHEN + " (when stored)")] = None,
+    created_until: Annotated[str | None, Query(description=_WHEN)] = None,
+    as_of: Annotated[str | None, Query(description=_WHEN + " (what was valid then)")] = None,
     include_invalid: bool = False,
     order: str = "newest",
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
@@ -159,15 +161,16 @@ def list_memories(
 ) -> dict[str, Any]:
     """List memories with filters, a page at a time (``next_cursor``)."""
     query = {"namespace": call.mem.namespace, "kind": kind, "tag": tag, "session_id": session_id,
-             "source": source, "metadata": metadata, "created_after": created_after,
-             "created_before": created_before, "include_invalid": include_invalid,
+             "source": source, "metadata": metadata, "since": since, "until": until,
+             "created_since": created_since, "created_until": created_until, "as_of": as_of,
+             "include_invalid": include_invalid,
              "order": order}
     offset = read_cursor(cursor, query) if offset is None else offset
     records = call.mem.list(
         kind=kind or None, tags=tag or (), session_id=session_id, source=source,
         metadata=_json_object(metadata, "metadata"), include_invalid=include_invalid,
-        order=order, limit=limit + 1, offset=offset, created_after=_time(created_after),
-        created_before=_time(created_before))
+        order=order, limit=limit + 1, offset=offset, **_times(since, until, created_since,
+                                                              created_until, as_of))
     more = len(records) > limit
     return {"memories": [r.to_dict() for r in records[:limit]],
             "next_cursor": write_cursor(offset + limit, query) if more else None}
@@ -183,12 +186,18 @@ def count(
     source: str | None = None,
     metadata: Annotated[str | None, Query(description="JSON object")] = None,
     include_invalid: bool = False,
+    since: Annotated[str | None, Query(description=_WHEN + " (when it happened)")] = None,
+    until: Annotated[str | None, Query(description=_WHEN)] = None,
+    created_since: Annotated[str | None, Query(description=_WHEN + " (when stored)")] = None,
+    created_until: Annotated[str | None, Query(description=_WHEN)] = None,
+    as_of: Annotated[str | None, Query(description=_WHEN + " (what was valid then)")] = None,
 ) -> dict[str, int]:
     """How many memories match the filters."""
     return {"count": call.mem.count(
         kind=kind or None, tags=tag or (), session_id=session_id,
         exclude_session_id=exclude_session_id, source=source,
-        metadata=_json_object(metadata, "metadata"), include_invalid=include_invalid)}
+        metadata=_json_object(metadata, "metadata"), include_invalid=include_invalid,
+        **_times(since, until, created_since, created_until, as_of))}
 
 
 def _json_object(text: str | None, what: str) -> Any:
@@ -198,6 +207,17 @@ def _json_object(text: str | None, what: str) -> Any:
         return json.loads(text)
     except ValueError as exc:
         raise InvalidInputError(f"{what} must be a JSON object") from exc
+
+
+_WHEN = 'epoch seconds, ISO-8601 or an expression ("2 weeks ago")'
+
+
+def _times(since: str | None, until: str | None, created_since: str | None,
+           created_until: str | None, as_of: str | None) -> dict[str, Any]:
+    """The time filters of a query string, as ``Memory.list``/``count`` take them."""
+    given = {"since": since, "until": until, "created_since": created_since,
+             "created_until": created_until, "as_of": as_of}
+    return {k: _time(v) for k, v in given.items() if v is not None}
 
 
 def _time(value: str | None) -> Any:

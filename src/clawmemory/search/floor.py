@@ -8,13 +8,14 @@ recall's candidates hold any evidence of relevance (ADR 0011 has the calibration
 * ``keyword``: a BM25 match is evidence (003: a memory holding a query word is a hit), so
   keyword mode has no further floor;
 * ``vector``: some candidate's cosine is at least ``floor_vector_cosine``;
-* ``hybrid``: some candidate is linked to an entity the query names, or has cosine
+* ``hybrid``: some candidate is linked to an entity the query names, or happened in a period
+  the query names (the ``time`` list, ADR 0017), or has cosine
   ``floor_cosine``, or holds ``floor_keyword_share`` of the query's words, or holds a query
   word and has cosine ``floor_keyword_cosine`` (BM25 matches only: what the substring
   fallback finds when the index matched none of the query's words is no evidence).
 
-When the recall passes, candidates found by similarity alone (no query word, no entity) with a
-cosine below ``floor_candidate_cosine`` are dropped: they are the far neighbours every vector
+When the recall passes, candidates found by similarity alone (no query word, entity or period)
+with a cosine below ``floor_candidate_cosine`` are dropped: they are the far neighbours every vector
 search returns. ``recall.relevance_floor = false`` turns all of it off.
 
 Those cosines are centred (ADR 0007), which spreads them wider than plain cosines. A namespace
@@ -63,7 +64,8 @@ def apply_floor(
     if not any(_evidence(f, mode, t, cfg, n_terms, term_sets.get(m)) for m, f in fused.items()):
         return {}
     return {m: f for m, f in fused.items()
-            if "keyword" in f.lists or "entity" in f.lists or _cosine(f) >= t.candidate}
+            if "keyword" in f.lists or "entity" in f.lists or "time" in f.lists
+            or _cosine(f) >= t.candidate}
 
 
 def _cosine(f: Fused) -> float:
@@ -77,7 +79,7 @@ def _evidence(
     cos = _cosine(f)
     if mode == "vector":
         return cos >= t.vector
-    if "entity" in f.lists or cos >= t.alone:
+    if "entity" in f.lists or "time" in f.lists or cos >= t.alone:
         return True
     kw = f.lists.get("keyword")
     if kw is None or "bm25" not in kw:

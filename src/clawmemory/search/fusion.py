@@ -34,7 +34,7 @@ from functools import lru_cache
 from clawmemory.config import RecallSettings
 from clawmemory.model import MemoryRecord
 from clawmemory.store.base import RankInfo
-from clawmemory.store.memory import stem, tokenize
+from clawmemory.store.memory import phrase_count, stem, tokenize
 
 __all__ = ["Fused", "calibrated", "matched_terms", "rrf", "weighted"]
 
@@ -140,20 +140,27 @@ def matched_terms(
     """The query words each record contains, stem-aware (as the index matches them). Only the
     words that start like a query word's stem are stemmed, so this stays cheap on long text."""
     stems: dict[str, str] = {}
+    phrases: list[tuple[str, tuple[str, ...]]] = []  # numbers and identifiers ("3.12")
     for t in terms:
-        for s in tokenize(t):
-            stems.setdefault(s, t)
-    if not stems:
+        toks = tuple(tokenize(t))
+        if len(toks) > 1:
+            phrases.append((t, toks))
+        elif toks:
+            stems.setdefault(toks[0], t)
+    if not stems and not phrases:
         return {r.id: frozenset() for r in records}
-    pattern = _prefix_pattern(tuple(sorted(stems)))
+    pattern = _prefix_pattern(tuple(sorted(stems))) if stems else None
     out = {}
     for r in records:
         text = f"{r.key or ''} {r.content} {' '.join(r.tags)} {r.source or ''}"
-        if text.isascii():
+        tokens = tokenize(text) if phrases or pattern is None or not text.isascii() else None
+        if tokens is None and pattern is not None:  # only words that start like a query word
             words = {stem(w) for w in pattern.findall(text.lower())}
         else:  # diacritics folded exactly as the index folds them
-            words = set(tokenize(text))
-        out[r.id] = frozenset(stems[s] for s in words if s in stems)
+            words = set(tokens or ())
+        found = {stems[s] for s in words if s in stems}
+        found.update(t for t, toks in phrases if tokens and phrase_count(tokens, toks))
+        out[r.id] = frozenset(found)
     return out
 
 

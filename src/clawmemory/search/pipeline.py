@@ -5,12 +5,15 @@ Candidate lists, each best first:
 * ``keyword``: the store's full-text index (BM25), or substring matching when the index finds
   nothing (000's LIKE fallback);
 * ``vector``: nearest neighbours of the query embedding (when an embedder is configured);
-* ``entity``: memories linked to entities named in the query (004).
+* ``entity``: memories linked to entities named in the query (004);
+* ``time`` (hybrid, when the query names a period: "last March", ADR 0017): the memories that
+  happened in that period, the most similar to the query first.
 
 Fusion (``search/fusion.py``) is ``calibrated`` by default (each list standardised on its own
 candidates; ADR 0011), or 000's ``weighted`` formula, or RRF (002/004). A single list keeps its
 own relevance. The fused score is multiplied by the ranking factors (reinforcement, recency,
-confidence, and the co-recall boost when enabled); ``depth=1`` then follows links one hop (000).
+confidence, the co-recall boost when enabled, and ``time`` when the query names a period);
+``depth=1`` then follows links one hop (000).
 """
 
 from __future__ import annotations
@@ -20,18 +23,26 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from clawmemory.config import RecallSettings
-from clawmemory.model import Explanation, Filter, Hit, MemoryRecord
+from clawmemory.config import RecallSettings, TimeSettings
+from clawmemory.model import Explanation, Filter, Hit, MemoryRecord, event_or_created
 from clawmemory.search import fusion
 from clawmemory.search.floor import apply_floor
 from clawmemory.search.fusion import Fused
 from clawmemory.search.ranking import factors
 from clawmemory.search.sanitize import content_terms, like_tokens, sanitize_terms
+from clawmemory.search.temporal import (
+    Period,
+    asks_when,
+    query_periods,
+    states_time,
+    time_factor,
+    zone,
+)
 from clawmemory.store.base import RankInfo, Store
-from clawmemory.store.memory import tokenize
+from clawmemory.store.memory import phrase_count, tokenize
 from clawmemory.vectors.base import VectorStore
 
 if TYPE_CHECKING:  # numpy loads on first vector use, not at import
@@ -41,6 +52,9 @@ if TYPE_CHECKING:  # numpy loads on first vector use, not at import
 __all__ = ["Candidates", "RecallRequest", "Retriever"]
 
 EntitySearch = Callable[[str, str, int], list[tuple[str, str, float]]]
+# The memories of a named period considered for the ``time`` list: the newest this many (the
+# vector search then picks the most similar of them).
+_PERIOD_CAP = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,9 +88,11 @@ class Retriever:
         vectors: VectorStore | None = None,
         embed_query: Callable[[str], npt.NDArray[np.float32]] | None = None,
         entity_search: EntitySearch | None = None,
+        time_cfg: TimeSettings | None = None,
     ) -> None:
         self.store = store
         self.cfg = cfg
+        self.time_cfg = time_cfg or TimeSettings()
         self.vectors = vectors
         self.embed_query = embed_query
         self.entity_search = entity_search
@@ -108,7 +124,7 @@ class Retriever:
         assert self.vectors is not None
         found = self.vectors.search(req.namespace, qv, pool * 2)
         items = self._records(req, found, pool)
-        if len(items) < req.limit and _restrictive(req.flt):
+        if len(items) < req.limit and req.flt.restrictive:
             # The filter removed most neighbours: search again among the allowed ids only.
             allowed = [r.id for r in self.store.list(req.namespace, req.flt, limit=100_000)]
             items = self._records(
@@ -130,6 +146,31 @@ class Retriever:
         found = self.entity_search(req.namespace, req.query, pool * 2)
         items = self._records(req, [(mid, score) for mid, _, score in found], pool)
         return Candidates("entity", "entities", items, detail={mid: name for mid, name, _ in found})
+
+    def periods(self, req: RecallRequest) -> tuple[Period, ...]:
+        """The periods the query names ("last March"), read against the recall's time."""
+        t = self.time_cfg
+        if t.query_boost <= 0 and not t.query_candidates:
+            return ()
+        return query_periods(req.query, req.now, zone(t.time_zone), tuple(t.languages))
+
+    def period_list(
+        self, req: RecallRequest, periods: Sequence[Period], qv: npt.NDArray[np.float32],
+        pool: int,
+    ) -> Candidates:
+        """The memories that happened in the named periods, the most similar first."""
+        assert self.vectors is not None
+        allowed: dict[str, None] = {}
+        for p in periods:
+            flt = replace(req.flt, since=max(p.start, req.flt.since or p.start),
+                          until=min(p.end, req.flt.until or p.end))
+            if flt.since is not None and flt.until is not None and flt.since < flt.until:
+                allowed.update((r.id, None) for r in self.store.list(
+                    req.namespace, flt, limit=_PERIOD_CAP, order="newest"))
+        if not allowed:
+            return Candidates("time", "cosine")
+        found = self.vectors.search(req.namespace, qv, pool, allowed=list(allowed))
+        return Candidates("time", "cosine", self._records(req, found, pool))
 
     def _records(
         self, req: RecallRequest, scored: Sequence[tuple[str, float]], pool: int
@@ -166,15 +207,22 @@ class Retriever:
             lists.append(candidates)
         t1 = time.perf_counter()
         self.stages["wait"] = _ms(t, t1)  # what the vector side added after the other lists
+        periods = self.periods(req)
+        if periods and qv is not None and req.mode == "hybrid" and self.time_cfg.query_candidates:
+            lists.append(self.period_list(req, periods, qv, pool))
         fused = apply_floor(self._fuse(lists, req, qv, term_sets), req.mode, self.cfg,
                             len(terms), term_sets, centred=self._centred(req))
         if self.cfg.neighbour_weight > 0 and req.mode != "vector":
             # Smoothing needs BM25's sharp scores; cosine alone is too flat (measured: ADR 0005).
             self._smooth(fused, req)
-        hits = self._materialise(self._rank(fused, req)[: req.limit], req.namespace, records)
+        answer = self.time_cfg.answer_boost > 0 and asks_when(req.query)
+        when = self._when(fused, req, records) if periods or answer else {}
+        dated = {m for m in when if states_time(records[m].content)} if answer else None
+        ranked = self._rank(fused, req, periods, when, dated)[: req.limit]
+        hits = self._materialise(ranked, req.namespace, records)
         if req.depth > 0:
             hits = hits + self._neighbours(hits, req)
-        out = self._with_matched_terms(hits, terms, lists)
+        out = self._with_matched_terms(hits, terms, lists, periods)
         self.stages["fusion"] += _ms(t1, time.perf_counter())
         return out
 
@@ -236,15 +284,30 @@ class Retriever:
                 f.lists["neighbours"] = {"support": round(support, 6)}
                 f.score += self.cfg.neighbour_weight * support
 
+    def _when(
+        self, fused: dict[str, Fused], req: RecallRequest, records: dict[str, MemoryRecord]
+    ) -> dict[str, float]:
+        """When each candidate's remembered thing happened (its records are kept for the hits:
+        the ranking fields carry no event time)."""
+        missing = [m for m in fused if m not in records]
+        records.update((r.id, r) for r in self.store.get_many(req.namespace, missing))
+        return {m: event_or_created(records[m]) for m in fused if m in records}
+
     def _rank(
-        self, fused: dict[str, Fused], req: RecallRequest
+        self, fused: dict[str, Fused], req: RecallRequest, periods: Sequence[Period] = (),
+        when: dict[str, float] | None = None, dated: set[str] | None = None,
     ) -> list[tuple[str, float, Explanation]]:
         boosts = self._co_recall_boosts(fused, req) if self.cfg.co_recall else {}
+        boost = self.time_cfg.query_boost
         ranked = []
         for mid, f in fused.items():
             fs = factors(f.info, req.now, self.cfg)
             if mid in boosts:
                 fs["co_recall"] = boosts[mid]
+            if periods and boost > 0 and when and mid in when:
+                fs["time"] = time_factor(when[mid], tuple(periods), boost)
+            if dated is not None:  # the question asks "when": a memory stating a time
+                fs["states_time"] = 1.0 + self.time_cfg.answer_boost * (mid in dated)
             final = f.score * math.prod(fs.values())
             explain = Explanation(lists=f.lists, fused=f.score, factors=fs, via=f.via, final=final)
             ranked.append((mid, final, explain))
@@ -301,9 +364,11 @@ class Retriever:
         return out[: req.limit]
 
     def _with_matched_terms(
-        self, hits: list[Hit], terms: Sequence[str], lists: Sequence[Candidates]
+        self, hits: list[Hit], terms: Sequence[str], lists: Sequence[Candidates],
+        periods: Sequence[Period] = (),
     ) -> list[Hit]:
-        """Which query words each hit contains, stem-aware (for the explanation)."""
+        """Which query words each hit contains, stem-aware, the entity it is linked to and the
+        named period it lies in (for the explanation)."""
         if not hits:
             return hits
         fallback = any(c.via == "like-fallback" for c in lists)
@@ -315,12 +380,14 @@ class Retriever:
                 text = f"{r.content} {r.key or ''}".lower()
                 words = [t for t in terms if t in text]
             else:
-                stems = set(
-                    tokenize(f"{r.key or ''} {r.content} {' '.join(r.tags)} {r.source or ''}")
-                )
-                words = [t for t in terms if (tt := tokenize(t)) and set(tt) <= stems]
+                tokens = tokenize(f"{r.key or ''} {r.content} {' '.join(r.tags)} {r.source or ''}")
+                stems = set(tokens)
+                words = [t for t in terms if (tt := tokenize(t)) and (
+                    phrase_count(tokens, tt) if len(tt) > 1 else tt[0] in stems)]
             if r.id in entity_names and "entity" in h.explain.lists:
                 words.append(f"entity:{entity_names[r.id]}")
+            at = event_or_created(r)
+            words.extend(f"time:{p.text}" for p in periods if p.start <= at < p.end)
             e = h.explain
             out.append(
                 Hit(
@@ -341,6 +408,3 @@ def _executor() -> ThreadPoolExecutor:
     """One small pool per process for the vector side of recalls (created on first use)."""
     return ThreadPoolExecutor(max_workers=4, thread_name_prefix="clawmemory-recall")
 
-
-def _restrictive(flt: Filter) -> bool:
-    return bool(flt.kinds or flt.tags or flt.session_id or flt.metadata or flt.source)

@@ -29,7 +29,7 @@ from clawmemory.store.base import (
     connected_versions,
 )
 
-__all__ = ["MemoryStore", "stem", "tokenize"]
+__all__ = ["MemoryStore", "phrase_count", "stem", "tokenize"]
 
 _WORD = re.compile(r"\w+")
 _DIACRITICS = re.compile("[\u0300-\u036f]")  # the Combining Diacritical Marks block
@@ -52,6 +52,17 @@ def stem(word: str) -> str:
 def tokenize(text: str) -> builtins.list[str]:
     """Lower-cased, stemmed word tokens (close to FTS5's porter unicode61 tokenizer)."""
     return [stem(w) for w in _WORD.findall(_fold(text.lower()).replace("_", " "))]
+
+
+def phrase_count(tokens: Sequence[str], phrase: Sequence[str]) -> int:
+    """How often ``phrase`` (tokens) occurs in ``tokens`` as consecutive tokens, as FTS5 counts
+    a quoted term of several tokens ("3.12" is the phrase "3" "12")."""
+    n = len(phrase)
+    if not n:
+        return 0
+    first = phrase[0]
+    return sum(1 for i, tok in enumerate(tokens)
+               if tok == first and list(tokens[i:i + n]) == list(phrase))
 
 
 def _fold(text: str) -> str:
@@ -280,18 +291,20 @@ class MemoryStore:
             if ns is None or not ns.records:
                 return []
             # A term goes through the same tokenizer as the text (FTS5 does the same with a
-            # quoted term), so folding and splitting agree on both sides.
-            stems = list(dict.fromkeys(s for t in terms for s in tokenize(t)))
+            # quoted term), so folding and splitting agree on both sides. A term of several
+            # tokens ("3.12") is a phrase: its tokens in a row, scored as one term.
             n = len(ns.records)
             avg = {f: max(ns.field_len[f] / n, 1e-9) for f in _FIELDS}
             scores: defaultdict[str, float] = defaultdict(float)
-            for term in stems:
-                docs = ns.postings.get(term, set())
-                if not docs:
+            for toks in _query_tokens(terms):
+                freqs = self._phrase_freqs(ns, toks) if len(toks) > 1 else {
+                    rid: {f: ns.tf[rid][f].get(toks[0], 0) for f in _FIELDS}
+                    for rid in ns.postings.get(toks[0], ())}
+                if not freqs:
                     continue
-                idf = max(math.log((n - len(docs) + 0.5) / (len(docs) + 0.5)), 1e-6)
-                for rid in docs:
-                    scores[rid] += idf * self._term_weight(ns.tf[rid], term, avg)
+                idf = max(math.log((n - len(freqs) + 0.5) / (len(freqs) + 0.5)), 1e-6)
+                for rid, freq in freqs.items():
+                    scores[rid] += idf * self._term_weight(ns.tf[rid], freq, avg)
             hits = [TextHit(_info(ns.records[rid]), s) for rid, s in scores.items()
                     if flt.matches(ns.records[rid])]
             hits.sort(key=lambda h: (-h.relevance, -ns.seq[h.info.id]))
@@ -305,15 +318,28 @@ class MemoryStore:
             return {i: _info(ns.records[i]) for i in ids
                     if i in ns.records and flt.matches(ns.records[i])}
 
-    def _term_weight(self, tf: dict[str, Counter[str]], term: str, avg: dict[str, float]) -> float:
+    def _term_weight(self, tf: dict[str, Counter[str]], freqs: dict[str, int],
+                     avg: dict[str, float]) -> float:
+        """BM25's term weight summed over the fields (``freqs``: occurrences per field)."""
         total = 0.0
         for f in _FIELDS:
-            freq = tf[f].get(term, 0)
+            freq = freqs[f]
             if freq:
                 length = sum(tf[f].values())
                 total += self._weights[f] * freq * (K1 + 1) / (
                     freq + K1 * (1 - B + B * length / avg[f]))
         return total
+
+    def _phrase_freqs(self, ns: _Namespace, toks: Sequence[str]) -> dict[str, dict[str, int]]:
+        """Occurrences of a phrase per field, for the records holding all of its tokens."""
+        holders = set.intersection(*(ns.postings.get(t, set()) for t in toks))
+        out = {}
+        for rid in holders:
+            text = _field_text(ns.records[rid])
+            freqs = {f: phrase_count(tokenize(text[f]), toks) for f in _FIELDS}
+            if any(freqs.values()):
+                out[rid] = freqs
+        return out
 
     def like_search(
         self, namespace: str, tokens: Sequence[str], flt: Filter, *, limit: int
@@ -537,6 +563,16 @@ class _Lifecycle:
         for key in [k for k in self.archived_at if k[0] == namespace]:
             del self.archived_at[key]
         self.runs.pop(namespace, None)
+
+
+def _query_tokens(terms: Sequence[str]) -> builtins.list[tuple[str, ...]]:
+    """Each term's tokens; a one-token term once (two terms may share a stem)."""
+    out: dict[tuple[str, ...], None] = {}
+    for t in terms:
+        toks = tuple(tokenize(t))
+        if toks:
+            out.setdefault(toks, None)
+    return list(out)
 
 
 def _info(r: MemoryRecord) -> RankInfo:

@@ -228,10 +228,12 @@ KOSHI = (  # 003
 
 SANDBOX = (  # 004 orchestrator tools
     DialectEntry("search_memory", ToolMap(
-        "memory_recall", args={"query": "query", "limit": "limit", "kind": "kind"},
+        "memory_recall", args={"query": "query", "limit": "limit", "kind": "kind",
+                               "since": "since", "until": "until"},
         defaults={"limit": 5}, choices={"kind": ("fact", "episode", "reflection")},
         format=sandbox_search),
-        "Hybrid search over long-term memory (facts, episodes, reflections)."),
+        "Hybrid search over long-term memory (facts, episodes, reflections); since/until keep "
+        "what happened in that time."),
     DialectEntry("remember_fact", ToolMap(
         "memory_store", args={"content": "content", "tags": "tags", "event_time": "event_time"},
         fixed={"kind": "fact"}),

@@ -70,7 +70,30 @@ class StoreArgs(ToolArgs):
     _norm_kind = field_validator("kind", mode="before")(_kind)
 
 
-class RecallArgs(ToolArgs):
+_WHEN = ("epoch seconds, ISO-8601 (2024-01-15) or an expression such as 'yesterday', "
+         "'2 weeks ago', 'last March'")
+
+
+class TimeArgs(ToolArgs):
+    """The time filters of recall and list (ADR 0017)."""
+
+    since: float | str | None = Field(
+        None, description=f"Only what happened from then on (event time, else when stored): "
+        f"{_WHEN}.")
+    until: float | str | None = Field(
+        None, description="Only what happened before then; a date or period counts whole.")
+    created_since: float | str | None = Field(None, description="Only memories stored since.")
+    created_until: float | str | None = Field(None, description="Only memories stored before.")
+    as_of: float | str | None = Field(
+        None, description="What was valid then: memories stored by then and not yet corrected "
+        "or invalidated (a later-corrected one as the version it had).")
+
+    def times(self) -> dict[str, Any]:
+        return {"since": self.since, "until": self.until, "created_since": self.created_since,
+                "created_until": self.created_until, "as_of": self.as_of}
+
+
+class _RecallFields(ToolArgs):
     query: str = Field(description="What to look for: keywords or a natural-language question.")
     limit: int | None = Field(
         None, ge=1, le=MAX_RESULTS, description="Maximum number of results.")
@@ -89,11 +112,15 @@ class RecallArgs(ToolArgs):
     _norm_kind = field_validator("kind", mode="before")(_kind)
 
 
+class RecallArgs(TimeArgs, _RecallFields):
+    """Recall's fields, then the time filters (in this order in the schema)."""
+
+
 class IdArgs(ToolArgs):
     id: IdRef = Field(description=_ID)
 
 
-class ListArgs(ToolArgs):
+class _ListFields(ToolArgs):
     kind: str | list[str] | None = Field(None, description="Only memories of this kind (or kinds).")
     tags: list[str] = Field(default_factory=list, description="Only memories with all these tags.")
     session_id: str | None = Field(None, description="Only memories from this session.")
@@ -105,6 +132,10 @@ class ListArgs(ToolArgs):
         "newest", description="Sort order.")
 
     _norm_kind = field_validator("kind", mode="before")(_kind)
+
+
+class ListArgs(TimeArgs, _ListFields):
+    """List's fields, then the time filters (in this order in the schema)."""
 
 
 class UpdateArgs(ToolArgs):
@@ -212,7 +243,7 @@ def recall(mem: Memory, args: RecallArgs) -> ToolResult:
     hits = mem.recall(
         args.query, limit=args.limit, kind=args.kind, tags=args.tags, session_id=args.session_id,
         exclude_session_id=args.exclude_session_id, metadata=args.metadata, mode=args.mode,
-        depth=args.depth,
+        depth=args.depth, **args.times(),
     )
     results = [
         hit_data(h, links_of(mem, h.memory) if args.include_links else None) for h in hits
@@ -235,10 +266,10 @@ def get(mem: Memory, args: IdArgs) -> ToolResult:
 def list_(mem: Memory, args: ListArgs) -> ToolResult:
     records = mem.list(
         kind=args.kind, tags=args.tags, session_id=args.session_id, source=args.source,
-        limit=args.limit, offset=args.offset, order=args.order,
+        limit=args.limit, offset=args.offset, order=args.order, **args.times(),
     )
     total = mem.count(kind=args.kind, tags=args.tags, session_id=args.session_id,
-                      source=args.source)
+                      source=args.source, **args.times())
     head = f"{total} memories"
     if records:
         head += f"; showing {args.offset + 1}-{args.offset + len(records)}"

@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import quote
 
 from clawmemory.errors import ClawMemoryError, ImportFormatError, InvalidInputError
+from clawmemory.snapshot import Skip
 from clawmemory.validation import check_time
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "parse_time",
     "read_text",
     "row_label",
+    "skip_for",
     "stable_id",
     "text",
     "tick",
@@ -80,6 +82,14 @@ def located(path: Path | str, *, line: int | None = None,
         label = row() if callable(row) else row
         prefix = f"{label}: " if label else ""
         raise ImportFormatError(prefix + str(exc), path=str(path), line=line) from exc
+
+
+def skip_for(exc: ImportFormatError) -> Skip:
+    """A file that could not be read, as a skipped item: its reason and its place."""
+    where = exc.path or ""
+    if exc.line is not None:
+        where += f":{exc.line}"
+    return Skip(exc.reason, where)
 
 
 def read_text(path: Path) -> str:
@@ -300,9 +310,10 @@ def row_label(table: str, number: int, row_id: Any) -> str:
     return f"table {table}, row {number}{shown}"
 
 
-def markdown_files(root: Path, what: str) -> list[Path]:
+def markdown_files(root: Path, what: str, *, strict: bool = True) -> list[Path]:
     """``root`` itself when it is a file, else every ``*.md`` below it (hidden ones skipped),
-    sorted so ids, errors and progress are the same on every run."""
+    sorted so ids, errors and progress are the same on every run. ``strict``: a dangling link
+    or a directory named ``*.md`` is an error here (else the reader reports it as unreadable)."""
     if root.is_file():
         return [root]
     if not root.is_dir():
@@ -312,7 +323,7 @@ def markdown_files(root: Path, what: str) -> list[Path]:
         if not any(part.startswith(".") for part in p.relative_to(root).parts)
     )
     for p in files:
-        if not p.is_file():  # a dangling link or a directory named *.md: say so, do not skip
+        if strict and not p.is_file():  # say so, do not skip it silently
             raise ImportFormatError("cannot read: not a regular file", path=str(p))
     if not files:
         raise ImportFormatError(f"no Markdown (.md) files found (expected {what})",

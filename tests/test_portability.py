@@ -398,6 +398,8 @@ def test_sclaw_facts_messages_and_summaries(sqlite_mem: Memory, tmp_path: Path) 
         ("user", "Hi, I'm Alice", 1), ("assistant", "Nice to meet you, Alice!", 4)]
     assert episodes[0].session_id == "telegram:42:0"
     assert episodes[0].event_time == ts("2024-01-15T10:29:00Z")
+    # the turns of a session form one chain, as when they are written one by one
+    assert [r.id for r in sqlite_mem.neighbors(episodes[0].id)] == [episodes[1].id]
     [summary] = sqlite_mem.list(kind="summary")
     assert (summary.content, summary.session_id) == ("Alice introduced herself.",
                                                      "telegram:42:0")
@@ -803,8 +805,10 @@ def test_cli_import_every_format(cli: Callable[..., Any], tmp_path: Path) -> Non
         dry = cli("--db", db, "-n", fmt, "--json", "import", source, "--from", fmt, "--dry-run")
         assert dry.exit_code == 0, dry.stderr
         assert json.loads(dry.stdout) == {"created": EXPECTED_COUNTS[fmt], "skipped": 0,
-                                          "links": 2 if fmt == "ptrclaw-json" else 0,
-                                          "dry_run": True, "source": str(source), "format": fmt}
+                                          # sclaw: the session's two turns, chained
+                                          "links": {"ptrclaw-json": 2, "sclaw-db": 1}.get(fmt, 0),
+                                          "dry_run": True, "source": str(source), "format": fmt,
+                                          "skips": []}
         result = cli("--db", db, "-n", fmt, "import", source, "--from", fmt)
         assert result.exit_code == 0, result.stderr
         assert f"imported {EXPECTED_COUNTS[fmt]} memories" in result.stdout

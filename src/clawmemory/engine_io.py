@@ -137,10 +137,14 @@ class PortabilityMixin:
         fresh = self._fresh(parsed)
         present = len(parsed.records) - len(fresh)
         skipped = present + len(parsed.skipped)
-        if dry_run or not fresh:
-            return ImportReport(created=len(fresh) if dry_run else 0, skipped=skipped,
-                                links=len(parsed.links) if dry_run else 0,
+        if dry_run:  # the counts the import would have; the store is only read
+            chained = self._sequence_links(fresh, self._preceding(fresh))
+            return ImportReport(created=len(fresh), skipped=skipped,
+                                links=len(parsed.links) + len(chained),
                                 skips=parsed.skipped, present=present)
+        if not fresh:
+            return ImportReport(created=0, skipped=skipped, links=0, skips=parsed.skipped,
+                                present=present)
         links_before = self.store_backend.stats(self.namespace).links
         mentions = self._mentions(fresh)
         # Records, links, entity links and vector-queue rows: all or nothing.

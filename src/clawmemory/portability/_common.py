@@ -12,6 +12,7 @@ import json
 import math
 import re
 import sqlite3
+import zipfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -31,6 +32,7 @@ __all__ = [
     "iso",
     "json_list",
     "json_object",
+    "load_json",
     "located",
     "markdown_files",
     "number",
@@ -100,6 +102,46 @@ def read_text(path: Path) -> str:
     except OSError as exc:
         raise ImportFormatError(f"cannot read: {exc.strerror or exc}", path=str(path)) from exc
     return decode_text(data, path)
+
+
+def load_json(path: Path, *, member: str | None = None) -> tuple[Any, Path]:
+    """A JSON file, or with ``member`` the file of that name inside a folder or a ``.zip``
+    (chat exports arrive as a zip holding ``conversations.json``), and the file it came from
+    (for naming places). Errors name the file and the line."""
+    source = path
+    if member is not None and path.is_dir() and (path / member).is_file():
+        source = path / member
+    elif member is not None and path.is_file() and zipfile.is_zipfile(path):
+        return _load_zip_member(path, member), path
+    if source.is_dir():
+        raise ImportFormatError(f"no {member} in this folder" if member
+                                else "cannot read: is a directory (expected a .json file)",
+                                path=str(source))
+    return _parse_json(read_text(source), str(source)), source
+
+
+def _load_zip_member(path: Path, member: str) -> Any:
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = [n for n in archive.namelist() if n.rsplit("/", 1)[-1] == member]
+            if not names:
+                raise ImportFormatError(f"no {member} in this zip archive", path=str(path))
+            name = min(names, key=len)  # the top-most one
+            data = archive.read(name)
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise ImportFormatError(f"cannot read the zip archive: {exc}", path=str(path)) from exc
+    label = f"{path}!{name}"
+    return _parse_json(decode_text(data, label), label)
+
+
+def _parse_json(text: str, label: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ImportFormatError(f"not valid JSON: {exc.msg}", path=label,
+                                line=exc.lineno) from exc
+    except RecursionError as exc:  # "[[[[..." deeper than the decoder's stack
+        raise ImportFormatError("JSON nested too deeply", path=label) from exc
 
 
 def decode_text(data: bytes, path: Path | str) -> str:

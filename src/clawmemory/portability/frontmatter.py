@@ -53,8 +53,8 @@ Value = Any  # what YAML gave: str, int, float, bool, None, list or dict (JSON d
 @dataclass
 class FrontMatter:
     """The parsed header of a note: ``fields`` by name, the 1-based ``lines`` they came from,
-    ``raw`` (the source text of each value YAML read as a number or boolean), and the ``body`` after the closing
-    ``---`` starting at line ``body_line``."""
+    ``raw`` (the source text of each value YAML read as a number or boolean), and the
+    ``body`` after the closing ``---`` starting at line ``body_line``."""
 
     fields: dict[str, Value] = field(default_factory=dict)
     lines: dict[str, int] = field(default_factory=dict)

@@ -46,7 +46,7 @@ from clawmemory.errors import (
     InvalidInputError,
     NotFoundError,
 )
-from clawmemory.model import KIND_ALIASES, KINDS, Hit, MemoryRecord
+from clawmemory.model import KIND_ALIASES, KINDS, Hit, Kind, MemoryRecord, as_kind
 from clawmemory.store.base import ORDERS
 
 if TYPE_CHECKING:  # rich is imported lazily: --json output never needs it
@@ -414,9 +414,9 @@ def add_cmd(
     Example: clawmem add "User prefers dark mode" --kind preference --tag ui
     """
     with _open(ctx, defer_vectors=True) as mem:
-        memory_id = mem.store(_text_arg(content), key=key, kind=kind, tags=_tags(tag, tags),
-                              metadata=_meta(meta), session_id=session, source=source,
-                              event_time=event_time)
+        memory_id = mem.store(_text_arg(content), key=key, kind=as_kind(kind),
+                              tags=_tags(tag, tags), metadata=_meta(meta), session_id=session,
+                              source=source, event_time=event_time)
     _emit(ctx, {"id": memory_id, "key": key}, _line(memory_id))
 
 
@@ -694,7 +694,7 @@ def stats_cmd(ctx: typer.Context) -> None:
 
 
 # --- demo ----------------------------------------------------------------------------------------
-_DEMO_MEMORIES: tuple[tuple[str, str, tuple[str, ...], str | None], ...] = (
+_DEMO_MEMORIES: tuple[tuple[str, Kind, tuple[str, ...], str | None], ...] = (
     ("User prefers dark mode in every editor", "preference", ("ui",), None),
     ("Payment API: the HMAC signature excludes an empty request body", "fact", ("api",),
      "hmac-rule"),

@@ -19,12 +19,12 @@ from llm_servers import ScriptedLLMServer, text, tool_call
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-def _run(script: str, question: str, server: ScriptedLLMServer, db: Path) -> str:
+def _run(script: str, question: str, server: ScriptedLLMServer, db: Path, *more: str) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
     env.update(CLAWMEM_DB=str(db), CLAWMEM_EMBEDDER__PROVIDER="none",
                OPENAI_BASE_URL=server.url, OPENAI_API_KEY="test-key",
                ANTHROPIC_BASE_URL=server.url, ANTHROPIC_API_KEY="test-key")
-    proc = subprocess.run([sys.executable, str(EXAMPLES / script), question], env=env,
+    proc = subprocess.run([sys.executable, str(EXAMPLES / script), question, *more], env=env,
                           capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.strip()
@@ -83,3 +83,38 @@ def test_a_refused_call_goes_back_to_the_model_as_an_error(tmp_path: Path, scrip
         assert "rumour" in refused["text"]
         assert refused["error"] is (True if kind == "anthropic" else None)
     assert not db.exists() or _memories(db) == []
+
+
+# --- the adapters' examples (docs/adapters.md points at them) ------------------------------------
+def test_openai_agents_example(tmp_path: Path) -> None:
+    db = tmp_path / "agent.db"
+    with ScriptedLLMServer("openai") as server:
+        server.script([tool_call("memory_store", {"content": "User takes tea without sugar"}),
+                       text("Noted."), text("Without sugar.")])
+        assert _run("openai_agents_memory.py", "Remember: no sugar", server, db) == "Noted."
+        assert _run("openai_agents_memory.py", "How do I take tea?", server, db) == (
+            "Without sugar.")
+        sent = server.bodies[-1]["messages"]  # the session brought the first turn back
+        assert sent[1] == {"role": "user", "content": "Remember: no sugar"}
+    assert _memories(db) == ["User takes tea without sugar"]
+
+
+def test_langgraph_example(tmp_path: Path) -> None:
+    db = tmp_path / "agent.db"
+    with ScriptedLLMServer("openai") as server:  # not called: the graph needs no model
+        assert _run("langgraph_store.py", "alice", server, db, "Drinks oolong tea",
+                    "what tea?") == "Drinks oolong tea"
+        assert _run("langgraph_store.py", "bob", server, db, "", "what tea?") == (
+            "I don't know yet.")
+        assert server.requests == []
+
+
+def test_llamaindex_example(tmp_path: Path) -> None:
+    db = tmp_path / "agent.db"
+    with Memory.open(db, settings=Settings(embedder={"provider": "none"})) as mem:
+        mem.store("The user's cat is called Miso")
+    with ScriptedLLMServer("openai") as server:
+        out = _run("llamaindex_memory.py", "What is my cat called?", server, db)
+    assert out.splitlines() == ["[system] <memory>", "<clawmemory>",
+                                "- The user's cat is called Miso", "</clawmemory>",
+                                "</memory>", "[user] What is my cat called?"]

@@ -31,7 +31,8 @@ def test_call_tool_json_strings_that_are_not_arguments(mem: Memory) -> None:
     assert empty.is_error and "content" in empty.text
     broken = call_tool(mem, "memory_store", '{"content": "x"')
     assert broken.is_error
-    assert broken.text.startswith("Arguments of memory_store are not valid JSON (")
+    assert broken.text.startswith("Arguments of memory_store must be a JSON object; this text"
+                                  " is not JSON (")
     listed = call_tool(mem, "memory_store", '["x"]')
     assert (listed.is_error, listed.text) == (True, "Arguments of memory_store must be a JSON"
                                                     " object.")

@@ -265,7 +265,8 @@ def _json_arguments(tool: str, text: str) -> Any:
         return json.loads(text)
     except (json.JSONDecodeError, RecursionError) as exc:
         detail = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
-        raise ToolCallError(f"Arguments of {tool} are not valid JSON ({detail}).") from None
+        raise ToolCallError(f"Arguments of {tool} must be a JSON object; this text is not"
+                            f" JSON ({detail}).") from None
 
 
 def _pick_route(entry: DialectEntry, given: dict[str, Any]) -> ToolMap:

@@ -303,7 +303,7 @@ def test_ptrclaw_sqlite(sqlite_mem: Memory, tmp_path: Path) -> None:
 
 def test_koshi_memories_archive_and_links(sqlite_mem: Memory, tmp_path: Path) -> None:
     report = load(sqlite_mem, "koshi", build_koshi(tmp_path))
-    assert dict(report) == {"created": 4, "skipped": 1, "links": 1}
+    assert (dict(report), report.archived) == ({"created": 4, "skipped": 1, "links": 1}, 1)
     assert reasons(report) == {"link to a memory that is not in the database": 1}
     hmac = sqlite_mem.get("1")
     assert (hmac.content, hmac.source, hmac.tags, hmac.score, hmac.session_id) == (
@@ -414,6 +414,7 @@ def test_dry_run_counts_and_skips_and_writes_nothing(sqlite_mem: Memory, tmp_pat
                   progress=lambda done, total: calls.append((done, total)))
     created, skipped = EXPECTED[fmt]
     assert (report["created"], report["skipped"]) == (created, skipped)
+    assert report.archived == (1 if fmt == "koshi" else 0)
     assert sum(s["count"] for s in report.skips) == skipped
     assert calls and calls[-1][0] == calls[-1][1] > 0
     assert [done for done, _ in calls] == sorted(done for done, _ in calls)

@@ -723,8 +723,8 @@ def test_cli_import_every_format(cli: Callable[..., Any], tmp_path: Path) -> Non
         assert json.loads(dry.stdout) == {"created": EXPECTED_COUNTS[fmt], "skipped": 0,
                                           # sclaw: the session's two turns, chained
                                           "links": {"ptrclaw-json": 2, "sclaw-db": 1}.get(fmt, 0),
-                                          "dry_run": True, "source": str(source), "format": fmt,
-                                          "skips": []}
+                                          "archived": 0, "dry_run": True,
+                                          "source": str(source), "format": fmt, "skips": []}
         result = cli("--db", db, "-n", fmt, "import", source, "--from", fmt)
         assert result.exit_code == 0, result.stderr
         assert f"imported {EXPECTED_COUNTS[fmt]} memories" in result.stdout

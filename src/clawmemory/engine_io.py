@@ -28,12 +28,14 @@ _EXAMPLES = 3  # places named per skip reason in a summary
 class ImportReport(dict[str, int]):
     """Counts from an import: ``created``, ``skipped``, ``links``. ``skips`` says why what was
     skipped was left out: one entry per reason, ``{"reason", "count", "examples"}`` (the
-    first few places), most frequent first."""
+    first few places), most frequent first; ``archived``: how many of the created went
+    straight to the archive (their source had archived them)."""
 
     def __init__(self, *, created: int, skipped: int, links: int,
-                 skips: Sequence[Skip] = (), present: int = 0) -> None:
+                 skips: Sequence[Skip] = (), present: int = 0, archived: int = 0) -> None:
         super().__init__(created=created, skipped=skipped, links=links)
         self.skips = _summarize([*skips, *[Skip(ALREADY_PRESENT)] * present])
+        self.archived = archived
 
 
 def _summarize(skips: Sequence[Skip]) -> builtins.list[dict[str, Any]]:
@@ -141,7 +143,8 @@ class PortabilityMixin:
             chained = self._sequence_links(fresh, self._preceding(fresh))
             return ImportReport(created=len(fresh), skipped=skipped,
                                 links=len(parsed.links) + len(chained),
-                                skips=parsed.skipped, present=present)
+                                skips=parsed.skipped, present=present,
+                                archived=sum(r.id in parsed.archived for r in fresh))
         if not fresh:
             return ImportReport(created=0, skipped=skipped, links=0, skips=parsed.skipped,
                                 present=present)
@@ -164,7 +167,7 @@ class PortabilityMixin:
         self._index_imported(new, [e for e in entries if e[1] not in archived], before, progress)
         return ImportReport(created=len(created), skipped=len(parsed.records) - len(created)
                             + len(parsed.skipped), links=max(links, 0), skips=parsed.skipped,
-                            present=len(parsed.records) - len(created))
+                            present=len(parsed.records) - len(created), archived=len(archived))
 
     def _fresh(self, parsed: ParsedSnapshot) -> builtins.list[MemoryRecord]:
         """The records whose id is neither stored (live or archived) nor earlier in the

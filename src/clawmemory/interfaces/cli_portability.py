@@ -214,11 +214,12 @@ def import_cmd(
         options["include_messages"] = messages
     with _open(ctx) as mem, _progress_bar(_show_progress(ctx, progress)) as bar:
         report, name = _run_import(mem, path, source, dry_run, bar, options)
-    data = {**report, "dry_run": dry_run, "source": name, "format": source.value,
-            "skips": report.skips}
+    data = {**report, "archived": report.archived, "dry_run": dry_run, "source": name,
+            "format": source.value, "skips": report.skips}
     verb = "would import" if dry_run else "imported"
+    archived = f", {report.archived} into the archive" if report.archived else ""
     lines = [f"{verb} {report['created']} memories ({report['skipped']} skipped,"
-             f" {report['links']} links) from {name} ({source.value})"]
+             f" {report['links']} links{archived}) from {name} ({source.value})"]
     lines += [_skip_line(s) for s in report.skips]
     # soft_wrap: a long path stays on its line (the terminal wraps it, not rich)
     _emit(ctx, data, lambda console: console.print("\n".join(lines), markup=False,

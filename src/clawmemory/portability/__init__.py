@@ -98,8 +98,8 @@ SOURCES: Mapping[str, SourceFormat] = {
                      read_sandbox_db),
         SourceFormat("koshi", "003 Koshi's own SQLite database (memories, archive, links)",
                      "its SQLite file", read_koshi_db),
-        SourceFormat("mem0", "mem0: Memory.get_all() output saved as JSON, or its local"
-                     " history.db", "the .json file, history.db or the folder holding it",
+        SourceFormat("mem0", "mem0 memories: Memory.get_all() output saved as JSON, or its"
+                     " local history.db", "the .json file, history.db or the folder holding it",
                      read_mem0),
         SourceFormat("chatgpt", "ChatGPT data export (conversations become sessions, messages"
                      " episodes)", "conversations.json, the export folder or its .zip",

@@ -453,6 +453,16 @@ def test_a_message_too_long_is_skipped_with_the_limit_named(tmp_path: Path,
         assert long["examples"] == [f"{path}: conversation 1 ('Recipe'), message 1"]
 
 
+def test_a_conversation_whose_id_cannot_be_a_session_is_skipped(sqlite_mem: Memory,
+                                                               tmp_path: Path) -> None:
+    export = claude_export()[:1]
+    export[0]["uuid"] = "x" * 600  # longer than any session id may be
+    path = _write(tmp_path / "conversations.json", json.dumps(export))
+    report = load(sqlite_mem, "claude", path)
+    assert (report["created"], report["skipped"]) == (0, 1)
+    assert report.skips[0]["reason"].startswith("not a conversation: conversation id is longer")
+
+
 # case: (format, what PATH holds, the start of the error)
 NOT_THE_FORMAT: dict[str, tuple[str, Callable[[Path], Path], str]] = {
     "chatgpt-object": ("chatgpt", lambda r: _write(r / "conversations.json", '{"a": 1}'),

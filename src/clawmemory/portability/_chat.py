@@ -70,20 +70,20 @@ def read_conversations(
                 raise ImportFormatError(f"a conversation must be an object, not"
                                         f" {type(item).__name__}")
             conv = convert(item)
+            session = check_label(conv.id, "conversation id")
         except (ClawMemoryError, ValueError, TypeError, KeyError) as exc:
             reason = exc.reason if isinstance(exc, ImportFormatError) else str(exc)
             parsed.skipped.append(Skip(f"{NOT_A_CONVERSATION}: {reason}", where))
         else:
-            _episodes(conv, parsed, seen, source, where, namespace, now, max_chars)
+            _episodes(conv, session, parsed, seen, source, where, namespace, now, max_chars)
         tick(progress, n, len(items))
     return parsed
 
 
-def _episodes(conv: Conversation, parsed: ParsedSnapshot, seen: set[str], source: str,
-              where: str, namespace: str, now: float, max_chars: int) -> None:
+def _episodes(conv: Conversation, session: str | None, parsed: ParsedSnapshot, seen: set[str],
+              source: str, where: str, namespace: str, now: float, max_chars: int) -> None:
     title = conv.title.strip()
     where = f"{where} ({title!r})" if title else where
-    session = check_label(conv.id, "conversation id")
     start = parse_time(conv.time, "conversation time") if _time_ok(conv.time) else None
     for position, message in enumerate(conv.messages):
         at = f"{where}, message {position}"

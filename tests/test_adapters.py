@@ -118,6 +118,23 @@ def test_the_session_protocol_survives_a_restart(tmp_path: Path) -> None:
         assert asyncio.run(session.pop_item()) is None
 
 
+def test_the_session_on_every_backend(mem: Memory) -> None:
+    session = ClawMemorySession(mem, "s1")
+    items: list[Any] = [{"role": "user", "content": "hi"},
+                        {"type": "function_call", "call_id": "c1", "name": "memory_recall",
+                         "arguments": '{"query": "hi"}'},
+                        {"type": "function_call_output", "call_id": "c1", "output": "none"}]
+
+    async def scenario() -> list[Any]:
+        await session.add_items(items)
+        popped = await session.pop_item()
+        left = await session.get_items()
+        await session.clear_session()
+        return [popped, left, await session.get_items()]
+
+    assert asyncio.run(scenario()) == [items[2], items[:2], []]
+
+
 # --- LangGraph -----------------------------------------------------------------------------------
 def test_langgraph_store_operations(db_mem: Memory) -> None:
     store = ClawMemoryStore(db_mem)

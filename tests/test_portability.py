@@ -33,7 +33,6 @@ from clawmemory.portability import (
     read_devclaw_md,
     read_source,
 )
-from clawmemory.portability.frontmatter import dump_front_matter, split_front_matter
 from clawmemory.store.sqlite import SQLiteStore
 
 START = 1_700_000_000.0  # the conftest clock's "now"
@@ -398,6 +397,8 @@ def test_sclaw_facts_messages_and_summaries(sqlite_mem: Memory, tmp_path: Path) 
         ("user", "Hi, I'm Alice", 1), ("assistant", "Nice to meet you, Alice!", 4)]
     assert episodes[0].session_id == "telegram:42:0"
     assert episodes[0].event_time == ts("2024-01-15T10:29:00Z")
+    # the turns of a session form one chain, as when they are written one by one
+    assert [r.id for r in sqlite_mem.neighbors(episodes[0].id)] == [episodes[1].id]
     [summary] = sqlite_mem.list(kind="summary")
     assert (summary.content, summary.session_id) == ("Alice introduced herself.",
                                                      "telegram:42:0")
@@ -480,12 +481,6 @@ def _sqlite(path: Path, script: str) -> Path:
     return path
 
 
-def _dangling(root: Path) -> Path:
-    base = build_devclaw(root)
-    (base / "fact" / "2024-02-01-gone.md").symlink_to(root / "nowhere.md")
-    return base
-
-
 def _sclaw_row(root: Path, sql: str) -> Path:
     return _sqlite(build_sclaw(root, wal=False), sql)
 
@@ -527,19 +522,6 @@ FACT_ROW = "INSERT INTO facts VALUES ('f9', {}, NULL, NULL, {}, NULL)"
 MEM_ROW = "INSERT INTO memories (id, kind, content, event_time, created_at) VALUES ({})"
 # case: (format, builder of a corrupt source, file named in the error, ":LINE:" or row text)
 CORRUPT: dict[str, tuple[str, Callable[[Path], Path], str, str | None]] = {
-    "md-bad-front-matter": ("devclaw-md", _devclaw_plus(
-        "fact/2024-02-01-bad.md", FM + "keywords [a, b\n---\nx\n"), "2024-02-01-bad.md", ":4:"),
-    "md-unclosed-front-matter": ("devclaw-md", _devclaw_plus(
-        "fact/2024-02-01-bad.md", FM + "no end\n"), "2024-02-01-bad.md", ":1:"),
-    "md-bad-category": ("devclaw-md", _devclaw_plus(
-        "misc/x.md", "---\ncategory: rumour\n---\nhi\n"), "x.md", ":2:"),
-    "md-bad-created-at": ("devclaw-md", _devclaw_plus(
-        "fact/x.md", "---\ncreated_at: soon\n---\nhi\n"), "x.md", ":2:"),
-    "md-missing-content": ("devclaw-md", _devclaw_plus(
-        "fact/2024-02-01-empty.md", FM + "---\n\n  \n"), "2024-02-01-empty.md", ":5:"),
-    "md-not-utf8": ("devclaw-md", _devclaw_plus(
-        "event/x.md", b"---\ncategory: event\n---\nCaf\xe9 opened\n"), "x.md", ":4:"),
-    "md-unreadable": ("devclaw-md", _dangling, "2024-02-01-gone.md", None),
     "md-empty-folder": ("devclaw-md", _empty, "empty", None),
     "openclaw-not-utf8": ("openclaw", _openclaw_plus(
         "memory/2024-01-16.md", b"# day\n\n- ok\n- caf\xe9\n"), "2024-01-16.md", ":4:"),
@@ -672,21 +654,6 @@ def test_markdown_export_is_valid_yaml_and_refuses_a_full_folder(
         export_markdown(sqlite_mem, out)
 
 
-def test_front_matter_subset() -> None:
-    fm = split_front_matter("---\na: x # note\nb: 'it''s'\nc: [p, \"q, r\"]\nd:\ne: ~\n---\nbody",
-                            "f.md")
-    assert fm.fields == {"a": "x", "b": "it's", "c": ["p", "q, r"], "d": None, "e": None}
-    assert (fm.lines["c"], fm.body, fm.body_line) == (4, "body", 8)
-    text = dump_front_matter({"k": ["a b", "x: y"], "n": 1, "s": "007", "t": None})
-    assert split_front_matter(text + "b", "f.md").fields == {"k": ["a b", "x: y"], "n": "1",
-                                                              "s": "007"}
-    for bad, line in (("---\n- a\n---\n", 2), ("---\na: 1\na: 2\n---\n", 3),
-                      ("---\na: \"x\n---\n", 2), ("---\na: |\n---\n", 2)):
-        with pytest.raises(ImportFormatError) as info:
-            split_front_matter(bad, "f.md")
-        assert info.value.line == line
-
-
 def test_mirror_writes_moves_and_removes_notes(sqlite_mem: Memory, tmp_path: Path,
                                                clock: Any) -> None:
     mirror = MarkdownMirror(tmp_path / "mirror")
@@ -754,8 +721,10 @@ def test_cli_import_every_format(cli: Callable[..., Any], tmp_path: Path) -> Non
         dry = cli("--db", db, "-n", fmt, "--json", "import", source, "--from", fmt, "--dry-run")
         assert dry.exit_code == 0, dry.stderr
         assert json.loads(dry.stdout) == {"created": EXPECTED_COUNTS[fmt], "skipped": 0,
-                                          "links": 2 if fmt == "ptrclaw-json" else 0,
-                                          "dry_run": True, "source": str(source), "format": fmt}
+                                          # sclaw: the session's two turns, chained
+                                          "links": {"ptrclaw-json": 2, "sclaw-db": 1}.get(fmt, 0),
+                                          "archived": 0, "dry_run": True,
+                                          "source": str(source), "format": fmt, "skips": []}
         result = cli("--db", db, "-n", fmt, "import", source, "--from", fmt)
         assert result.exit_code == 0, result.stderr
         assert f"imported {EXPECTED_COUNTS[fmt]} memories" in result.stdout

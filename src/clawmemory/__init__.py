@@ -29,7 +29,7 @@ from clawmemory.errors import (
     SchemaError,
     StorageError,
 )
-from clawmemory.model import KINDS, Explanation, Filter, Hit, KindPolicy, MemoryRecord
+from clawmemory.model import KINDS, Explanation, Filter, Hit, Kind, KindPolicy, MemoryRecord
 
 __version__ = "0.1.0"
 
@@ -47,6 +47,7 @@ __all__ = [
     "ImportFormatError",
     "ImportReport",
     "InvalidInputError",
+    "Kind",
     "KindPolicy",
     "LLMError",
     "LLMNotConfiguredError",

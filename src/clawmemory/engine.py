@@ -17,7 +17,7 @@ from clawmemory.config import Settings, load_settings
 from clawmemory.engine_io import ImportReport, PortabilityMixin
 from clawmemory.engine_service import ServiceMixin
 from clawmemory.errors import ClawMemoryError, InvalidInputError, NotFoundError
-from clawmemory.model import Filter, Hit, MemoryRecord, kind_policy, normalize_kind
+from clawmemory.model import Filter, Hit, Kind, MemoryRecord, kind_policy, normalize_kind
 from clawmemory.search.pipeline import RecallRequest, Retriever
 from clawmemory.snapshot import new_id
 from clawmemory.store.base import ORDERS, ArchiveEntry, Store
@@ -205,7 +205,7 @@ class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
         content: str,
         *,
         key: str | None = None,
-        kind: str = "fact",
+        kind: Kind = "fact",
         tags: Iterable[str] | str = (),
         metadata: Mapping[str, Any] | None = None,
         session_id: str | None = None,
@@ -347,7 +347,7 @@ class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
         content: str | None = None,
         tags: Iterable[str] | str | None = None,
         metadata: Mapping[str, Any] | None = None,
-        kind: str | None = None,
+        kind: Kind | None = None,
         key: str | None = _UNSET,
         event_time: Any = _UNSET,
     ) -> MemoryRecord:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from clawmemory.errors import InvalidInputError
 from clawmemory.model import Filter, MemoryRecord
-from clawmemory.snapshot import ParsedSnapshot, dump_snapshot, parse_snapshot
+from clawmemory.snapshot import ParsedSnapshot, Skip, dump_snapshot, parse_snapshot
 
 if TYPE_CHECKING:
     from clawmemory.components import Components
@@ -18,11 +18,35 @@ if TYPE_CHECKING:
     from clawmemory.engine import Memory
     from clawmemory.store.base import Store
 
-__all__ = ["ImportReport", "PortabilityMixin"]
+__all__ = ["ALREADY_PRESENT", "ImportReport", "PortabilityMixin"]
+
+
+ALREADY_PRESENT = "already in this namespace (same id or key)"
+_EXAMPLES = 3  # places named per skip reason in a summary
 
 
 class ImportReport(dict[str, int]):
-    """Counts from an import: ``created``, ``skipped``, ``links``."""
+    """Counts from an import: ``created``, ``skipped``, ``links``. ``skips`` says why what was
+    skipped was left out: one entry per reason, ``{"reason", "count", "examples"}`` (the
+    first few places), most frequent first; ``archived``: how many of the created went
+    straight to the archive (their source had archived them)."""
+
+    def __init__(self, *, created: int, skipped: int, links: int,
+                 skips: Sequence[Skip] = (), present: int = 0, archived: int = 0) -> None:
+        super().__init__(created=created, skipped=skipped, links=links)
+        self.skips = _summarize([*skips, *[Skip(ALREADY_PRESENT)] * present])
+        self.archived = archived
+
+
+def _summarize(skips: Sequence[Skip]) -> builtins.list[dict[str, Any]]:
+    groups: dict[str, dict[str, Any]] = {}
+    for item in skips:
+        group = groups.setdefault(item.reason, {"reason": item.reason, "count": 0,
+                                                "examples": []})
+        group["count"] += 1
+        if item.where and len(group["examples"]) < _EXAMPLES:
+            group["examples"].append(item.where)
+    return sorted(groups.values(), key=lambda g: -int(g["count"]))
 
 
 class PortabilityMixin:
@@ -47,6 +71,15 @@ class PortabilityMixin:
                   entries: Sequence[tuple[str, str, int, int]],
                   preceding: dict[str, builtins.list[MemoryRecord]], *,
                   background: bool = False) -> None: ...
+
+        def _preceding(
+            self, records: Sequence[MemoryRecord]
+        ) -> builtins.list[builtins.list[MemoryRecord]]: ...
+
+        def _sequence_links(
+            self, records: Sequence[MemoryRecord],
+            preceding: Sequence[Sequence[MemoryRecord]],
+        ) -> builtins.list[tuple[str, str, float, str]]: ...
 
         def _mirror(self, written: Sequence[MemoryRecord] = (),
                     removed: Sequence[MemoryRecord] = ()) -> None: ...
@@ -94,62 +127,96 @@ class PortabilityMixin:
         """Write already-validated records (and links between them) in one all-or-nothing
         transaction, skipping ids and keys that already exist, then index what was created
         (embeddings in batches, entity links; ``progress(done, total)``). Every importer ends
-        here."""
+        here. Episodes join their session's turn-to-turn chain as on every write; records the
+        reader marks ``archived`` go to the archive (their source had archived them)."""
         # Every imported memory arrives now: its source's dates stay (provenance), but idle
         # clocks start at arrival, so an import never makes a memory look old to this store.
         now = self.clock()
         parsed = ParsedSnapshot(
             [r.evolve(namespace=self.namespace, stored_at=now) for r in parsed.records],
-            parsed.links,
+            parsed.links, parsed.skipped, parsed.archived,
         )
+        fresh = self._fresh(parsed)
+        present = len(parsed.records) - len(fresh)
+        skipped = present + len(parsed.skipped)
+        if dry_run:  # the counts the import would have; the store is only read
+            chained = self._sequence_links(fresh, self._preceding(fresh))
+            return ImportReport(created=len(fresh), skipped=skipped,
+                                links=len(parsed.links) + len(chained),
+                                skips=parsed.skipped, present=present,
+                                archived=sum(r.id in parsed.archived for r in fresh))
+        if not fresh:
+            return ImportReport(created=0, skipped=skipped, links=0, skips=parsed.skipped,
+                                present=present)
+        links_before = self.store_backend.stats(self.namespace).links
+        mentions = self._mentions(fresh)
+        # Records, links, entity links and vector-queue rows: all or nothing.
+        with self._transaction():
+            preceding = self._preceding(fresh)
+            results = self.store_backend.put_many(
+                fresh, skip_existing_keys=True,
+                links=[*parsed.links, *self._sequence_links(fresh, preceding)])
+            created = [(i, r) for i, (r, was_created) in enumerate(results) if was_created]
+            entries = self._derive([(r, True) for _, r in created],
+                                   [mentions[i] for i, _ in created] if mentions else [])
+            archived = self._archive_imported([r for _, r in created], parsed.archived)
+        new = [r for _, r in created if r.id not in archived]
+        self._mirror(new)
+        links = self.store_backend.stats(self.namespace).links - links_before
+        before = {fresh[i].id: p for i, p in enumerate(preceding) if p}
+        self._index_imported(new, [e for e in entries if e[1] not in archived], before, progress)
+        return ImportReport(created=len(created), skipped=len(parsed.records) - len(created)
+                            + len(parsed.skipped), links=max(links, 0), skips=parsed.skipped,
+                            present=len(parsed.records) - len(created), archived=len(archived))
+
+    def _fresh(self, parsed: ParsedSnapshot) -> builtins.list[MemoryRecord]:
+        """The records whose id is neither stored (live or archived) nor earlier in the
+        batch."""
         ids = [r.id for r in parsed.records]
         existing = {
             r.id
             for i in range(0, len(ids), 5000)
             for r in self.store_backend.get_many(self.namespace, ids[i : i + 5000])
         }
+        # Archived ones only for records that arrive archived: one lookup each, and they are
+        # what a second import of the same source would otherwise bring back as live copies.
+        existing.update(rid for rid in parsed.archived
+                        if self.store_backend.find_archived(self.namespace, rid) is not None)
         fresh, seen = [], set(existing)
         for r in parsed.records:
             if r.id not in seen:
                 seen.add(r.id)
                 fresh.append(r)
-        if dry_run:
-            return ImportReport(
-                created=len(fresh),
-                skipped=len(parsed.records) - len(fresh),
-                links=len(parsed.links),
-            )
-        if not fresh:
-            return ImportReport(created=0, skipped=len(parsed.records), links=0)
-        links_before = self.store_backend.stats(self.namespace).links
-        mentions = self._mentions(fresh)
-        # Records, links, entity links and vector-queue rows: all or nothing.
-        with self._transaction():
-            results = self.store_backend.put_many(
-                fresh, skip_existing_keys=True, links=parsed.links)
-            created = [(i, r) for i, (r, was_created) in enumerate(results) if was_created]
-            entries = self._derive([(r, True) for _, r in created],
-                                   [mentions[i] for i, _ in created] if mentions else [])
-        new = [r for _, r in created]
-        self._mirror(new)
-        links = self.store_backend.stats(self.namespace).links - links_before
-        self._index_imported(new, entries, progress)
-        return ImportReport(
-            created=len(new), skipped=len(parsed.records) - len(new), links=max(links, 0)
-        )
+        return fresh
+
+    def _archive_imported(self, created: Sequence[MemoryRecord],
+                          archived: dict[str, float]) -> set[str]:
+        """Move the just-created records the source had archived into the archive, keeping
+        the time it archived them (grouped: ``Store.archive`` takes one time per call)."""
+        by_time: dict[float, builtins.list[str]] = {}
+        for r in created:
+            if r.id in archived:
+                by_time.setdefault(archived[r.id], []).append(r.id)
+        moved: set[str] = set()
+        for at, ids in sorted(by_time.items()):
+            self.store_backend.archive(self.namespace, ids, at=at)
+            moved.update(ids)
+        return moved
 
     def _index_imported(
         self,
         records: Sequence[MemoryRecord],
         entries: Sequence[tuple[str, str, int, int]],
+        preceding: dict[str, builtins.list[MemoryRecord]],
         progress: Callable[[int, int], None] | None,
     ) -> None:
-        """Vectors of imported records, in batches (``progress(done, total)``)."""
+        """Vectors of imported records, in batches (``progress(done, total)``); episodes are
+        embedded with the turns before them, as on every write."""
         size = max(self.settings.embedder.batch_size, 256)
         queued = {e[1]: e for e in entries}
         for i in range(0, len(records), size):
             batch = records[i : i + size]
-            self._fill(batch, [queued[r.id] for r in batch if r.id in queued], {})
+            self._fill(batch, [queued[r.id] for r in batch if r.id in queued], preceding)
             if progress:
                 progress(min(i + size, len(records)), len(records))
 

@@ -68,6 +68,7 @@ class ImportFormatError(ClawMemoryError):
         if path is not None:
             where = f"{path}:{line}: " if line is not None else f"{path}: "
         super().__init__(where + message)
+        self.reason = message  # the message without the place: what an import summary groups by
         self.path = path
         self.line = line
 

@@ -9,7 +9,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 from clawmemory.errors import InvalidInputError
 
@@ -19,8 +19,11 @@ __all__ = [
     "Explanation",
     "Filter",
     "Hit",
+    "Kind",
+    "KindName",
     "KindPolicy",
     "MemoryRecord",
+    "as_kind",
     "event_or_created",
     "kind_policy",
     "meta_equal",
@@ -64,6 +67,12 @@ KINDS: Mapping[str, KindPolicy] = {
 
 KIND_ALIASES: Mapping[str, str] = {"knowledge": "fact"}
 
+# The kinds as types, for type checkers (a test keeps them equal to KINDS and KIND_ALIASES);
+# normalize_kind still checks at run time, so a typo is an error either way.
+KindName = Literal["core", "fact", "preference", "event", "summary", "reflection", "episode",
+                   "conversation"]
+Kind = Literal[KindName, "knowledge"]  # what the API accepts: a kind or an alias (any case)
+
 
 def normalize_kind(kind: str) -> str:
     """Return the canonical kind name, accepting aliases and any case."""
@@ -75,6 +84,12 @@ def normalize_kind(kind: str) -> str:
         allowed = ", ".join([*KINDS, *KIND_ALIASES])
         raise InvalidInputError(f"unknown kind {kind!r} (expected one of: {allowed})")
     return name
+
+
+def as_kind(kind: str) -> Kind:
+    """``kind`` checked (aliases and any case accepted) and typed: where text from outside (a
+    CLI option, a tool argument) becomes an argument of ``Memory.store``/``update``."""
+    return normalize_kind(kind)  # type: ignore[return-value]  # it returns names of KINDS
 
 
 def kind_policy(kind: str) -> KindPolicy:

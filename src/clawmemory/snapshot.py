@@ -20,7 +20,7 @@ import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from clawmemory.errors import ClawMemoryError, ImportFormatError, InvalidInputError
 from clawmemory.model import KINDS, MemoryRecord, normalize_kind
@@ -35,7 +35,8 @@ from clawmemory.validation import (
     check_time,
 )
 
-__all__ = ["FORMAT", "ParsedSnapshot", "dump_snapshot", "new_id", "parse_snapshot"]
+__all__ = ["FORMAT", "ParsedSnapshot", "Skip", "dump_snapshot", "entry_record", "new_id",
+           "parse_snapshot"]
 
 FORMAT = "clawmemory.snapshot"
 _MAX_INT = 2.0**53  # integers beyond this are not exact as JSON numbers nor SQLite-safe
@@ -77,10 +78,25 @@ def dump_snapshot(
     return json.dumps(doc, ensure_ascii=False, indent=1)
 
 
+class Skip(NamedTuple):
+    """One source item an importer left out, and why: ``reason`` is what the summary groups
+    by ("system or tool message"), ``where`` names the item ("conversations.json: conversation
+    'Trip', message 3")."""
+
+    reason: str
+    where: str = ""
+
+
 @dataclass
 class ParsedSnapshot:
+    """What a reader hands to ``Memory.import_records``: validated records, links between them
+    (``(a, b, strength, origin)``), the items it left out (``skipped``) and the records that
+    arrive in the archive rather than the live set (``archived``: id -> archive time)."""
+
     records: list[MemoryRecord] = field(default_factory=list)
     links: list[tuple[str, str, float, str]] = field(default_factory=list)
+    skipped: list[Skip] = field(default_factory=list)
+    archived: dict[str, float] = field(default_factory=dict)
 
 
 def parse_snapshot(
@@ -108,7 +124,7 @@ def parse_snapshot(
     raw_links: list[tuple[str, list[str]]] = []
     for index, entry in enumerate(entries):
         try:
-            record = _entry(entry, namespace=namespace, now=now, max_chars=max_chars)
+            record = entry_record(entry, namespace=namespace, now=now, max_chars=max_chars)
         except ClawMemoryError as exc:
             raise ImportFormatError(f"entry {index}: {exc}", path=source) from exc
         parsed.records.append(record)
@@ -143,7 +159,10 @@ def _explicit_links(links: list[Any], source: str) -> list[tuple[str, str, float
     return out
 
 
-def _entry(entry: Any, *, namespace: str, now: float, max_chars: int) -> MemoryRecord:
+def entry_record(entry: Any, *, namespace: str, now: float, max_chars: int) -> MemoryRecord:
+    """One 000 (or clawmemory) snapshot entry as a record: ``category`` core/knowledge/
+    conversation -> kind, ``timestamp`` -> created_at, ``last_accessed`` 0 -> never. Raises
+    ClawMemoryError naming the field at fault."""
     if not isinstance(entry, dict):
         raise ImportFormatError("entry is not an object")
     content = check_content(entry.get("content"), max_chars)

@@ -53,7 +53,7 @@ from clawmemory.interfaces.cli_time import (
     UntilOpt,
     times,
 )
-from clawmemory.model import KIND_ALIASES, KINDS, Hit, MemoryRecord
+from clawmemory.model import KIND_ALIASES, KINDS, Hit, MemoryRecord, as_kind
 from clawmemory.store.base import ORDERS
 
 if TYPE_CHECKING:  # rich is imported lazily: --json output never needs it
@@ -446,9 +446,9 @@ def add_cmd(
     Example: clawmem add "User prefers dark mode" --kind preference --tag ui
     """
     with _open(ctx, defer_vectors=True) as mem:
-        memory_id = mem.store(_text_arg(content), key=key, kind=kind, tags=_tags(tag, tags),
-                              metadata=_meta(meta), session_id=session, source=source,
-                              event_time=event_time)
+        memory_id = mem.store(_text_arg(content), key=key, kind=as_kind(kind),
+                              tags=_tags(tag, tags), metadata=_meta(meta), session_id=session,
+                              source=source, event_time=event_time)
     _emit(ctx, {"id": memory_id, "key": key}, _line(memory_id))
 
 

@@ -21,7 +21,7 @@ from clawmemory.interfaces.cli import (
     _print_json,
     _records_table,
 )
-from clawmemory.model import Hit
+from clawmemory.model import Hit, Kind
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -35,7 +35,7 @@ def register(app: typer.Typer) -> None:
     app.command("demo")(_guarded(demo_cmd))
 
 
-_DEMO_MEMORIES: tuple[tuple[str, str, tuple[str, ...], str | None], ...] = (
+_DEMO_MEMORIES: tuple[tuple[str, Kind, tuple[str, ...], str | None], ...] = (
     ("User prefers dark mode in every editor", "preference", ("ui",), None),
     ("Payment API: the HMAC signature excludes an empty request body", "fact", ("api",),
      "hmac-rule"),

@@ -9,9 +9,11 @@ before, and built from ``cli.py``'s own helpers (global options, ``_open``, ``_e
     clawmem import ~/openclaw --from openclaw --dry-run
     clawmem --json import agent/memory.db --from sclaw-db --no-messages
 
-Imports are all or nothing: the whole source is validated first (a problem exits 2 with
-``error: FILE:LINE: ...`` or ``error: FILE: table T, row N ...``) and then written in one
-transaction; ids already present are skipped, so importing twice is harmless.
+The whole source is read and checked first, then written in one transaction. A source that is
+not the format exits 2 with ``error: FILE:LINE: ...`` or ``error: FILE: table T, row N ...``
+and writes nothing; an item that cannot be used (a bad note in a folder, a tool message in a
+chat export) is skipped, and the summary says what was skipped and why. Ids already present
+are skipped too, so importing twice is harmless.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
     from rich.progress import TaskID
 
     from clawmemory.engine import Memory
+    from clawmemory.engine_io import ImportReport
 
 __all__ = ["ExportFormat", "ImportSource", "register"]
 
@@ -50,11 +53,16 @@ class ImportSource(StrEnum):
     """The ``--from`` names: the keys of ``clawmemory.portability.SOURCES``."""
 
     PTRCLAW_JSON = "ptrclaw-json"
+    PTRCLAW_SQLITE = "ptrclaw-sqlite"
     DEVCLAW_MD = "devclaw-md"
     DEVCLAW_DB = "devclaw-db"
     OPENCLAW = "openclaw"
     SCLAW_DB = "sclaw-db"
     SANDBOX_DB = "sandbox-db"
+    KOSHI = "koshi"
+    MEM0 = "mem0"
+    CHATGPT = "chatgpt"
+    CLAUDE = "claude"
 
 
 # Shown under ``import --help``: which --from name reads what, and what PATH must be.
@@ -194,9 +202,10 @@ def import_cmd(
         "--progress/--no-progress", help="Progress bar on stderr (default: on a terminal).")
     ] = None,
 ) -> None:
-    """Import memories from another agent's storage, all or nothing.
+    """Import memories from another agent's storage or a chat export.
 
-    Ids already in the namespace are skipped, so importing the same source twice adds nothing.
+    The summary says what was skipped and why. Ids already in the namespace are skipped, so
+    importing the same source twice adds nothing.
 
     Example: clawmem import ~/.openclaw/workspace --from openclaw --dry-run
     """
@@ -207,24 +216,37 @@ def import_cmd(
         options["include_messages"] = messages
     with _open(ctx) as mem, _progress_bar(_show_progress(ctx, progress)) as bar:
         report, name = _run_import(mem, path, source, dry_run, bar, options)
-    data = {**report, "dry_run": dry_run, "source": name, "format": source.value}
+    data = {**report, "archived": report.archived, "dry_run": dry_run, "source": name,
+            "format": source.value, "skips": report.skips}
     verb = "would import" if dry_run else "imported"
-    _emit(ctx, data, _line(f"{verb} {report['created']} memories ({report['skipped']} skipped,"
-                           f" {report['links']} links) from {name} ({source.value})"))
+    archived = f", {report.archived} into the archive" if report.archived else ""
+    lines = [f"{verb} {report['created']} memories ({report['skipped']} skipped,"
+             f" {report['links']} links{archived}) from {name} ({source.value})"]
+    lines += [_skip_line(s) for s in report.skips]
+    # soft_wrap: a long path stays on its line (the terminal wraps it, not rich)
+    _emit(ctx, data, lambda console: console.print("\n".join(lines), markup=False,
+                                                   soft_wrap=True))
+
+
+def _skip_line(group: dict[str, Any]) -> str:
+    """``  skipped 12: system message (e.g. conversations.json: conversation 3, message 0)``"""
+    examples = group["examples"]
+    where = f" (e.g. {examples[0]})" if examples else ""
+    return f"  skipped {group['count']}: {group['reason']}{where}"
 
 
 def _run_import(mem: Memory, path: str, source: ImportSource, dry_run: bool,
-                bar: _Bar, options: dict[str, Any]) -> tuple[dict[str, int], str]:
+                bar: _Bar, options: dict[str, Any]) -> tuple[ImportReport, str]:
     if path == "-":
         if source is not ImportSource.PTRCLAW_JSON:
             raise InvalidInputError(f"stdin (-) holds a JSON snapshot; {source.value} needs a"
                                     " path")
         text, name = _read_source(path)
-        return dict(mem.import_snapshot(text, source=name, dry_run=dry_run)), name
+        return mem.import_snapshot(text, source=name, dry_run=dry_run), name
     parsed = read_source(source.value, path, namespace=mem.namespace, now=mem.clock(),
                   max_chars=mem.settings.storage.max_content_chars, progress=bar, **options)
     bar.phase("checking" if dry_run else "writing")
-    return dict(mem.import_records(parsed, dry_run=dry_run)), path
+    return mem.import_records(parsed, dry_run=dry_run), path
 
 
 # --- copy between backends ----------------------------------------------------------------------

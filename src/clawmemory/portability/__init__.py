@@ -2,9 +2,11 @@
 export, and the optional Markdown mirror.
 
 Every reader has the same shape, ``read_<format>(path, *, namespace, now, max_chars,
-progress=None) -> ParsedSnapshot``, validates the whole source before it returns (a problem
-raises ``ImportFormatError`` naming the file and the line or table row), and ends in
-``Memory.import_records`` — the one all-or-nothing write path that skips ids already present::
+progress=None) -> ParsedSnapshot``, validates the whole source before it returns (a source
+that is not the expected format raises ``ImportFormatError`` naming the file and the line or
+table row; an item that cannot be used — a note in a folder, a message of an export — is
+skipped with its reason in ``ParsedSnapshot.skipped``), and ends in ``Memory.import_records``
+— the one all-or-nothing write path that skips ids already present::
 
     from clawmemory.portability import read_source
 
@@ -24,10 +26,14 @@ from typing import Any, Protocol
 
 from clawmemory.errors import InvalidInputError
 from clawmemory.portability._common import Progress
+from clawmemory.portability.chatgpt import read_chatgpt
+from clawmemory.portability.claude import read_claude
 from clawmemory.portability.devclaw import read_devclaw_db, read_devclaw_md
+from clawmemory.portability.koshi import read_koshi_db
 from clawmemory.portability.markdown import MarkdownMirror, export_markdown, mirror_all
+from clawmemory.portability.mem0 import read_mem0
 from clawmemory.portability.openclaw import read_openclaw
-from clawmemory.portability.ptrclaw import read_ptrclaw_json
+from clawmemory.portability.ptrclaw import read_ptrclaw_db, read_ptrclaw_json
 from clawmemory.portability.sandbox import read_sandbox_db
 from clawmemory.portability.sclaw import read_sclaw_db
 from clawmemory.snapshot import ParsedSnapshot
@@ -40,9 +46,14 @@ __all__ = [
     "SourceFormat",
     "export_markdown",
     "mirror_all",
+    "read_chatgpt",
+    "read_claude",
     "read_devclaw_db",
     "read_devclaw_md",
+    "read_koshi_db",
+    "read_mem0",
     "read_openclaw",
+    "read_ptrclaw_db",
     "read_ptrclaw_json",
     "read_sandbox_db",
     "read_sclaw_db",
@@ -72,6 +83,8 @@ SOURCES: Mapping[str, SourceFormat] = {
     for s in (
         SourceFormat("ptrclaw-json", "000 PtrClaw or clawmemory JSON snapshot",
                      "a .json file (or - for stdin)", read_ptrclaw_json),
+        SourceFormat("ptrclaw-sqlite", "000 PtrClaw SQLite memory database",
+                     "its SQLite file", read_ptrclaw_db),
         SourceFormat("devclaw-md", "002 DevClaw Markdown notes",
                      "the data/memory folder or one note", read_devclaw_md),
         SourceFormat("devclaw-db", "002 DevClaw SQLite store", "its memory.db",
@@ -83,6 +96,17 @@ SOURCES: Mapping[str, SourceFormat] = {
                      read_sclaw_db, frozenset({"include_messages"})),
         SourceFormat("sandbox-db", "004 sandbox assistant SQLite store", "its memory.db",
                      read_sandbox_db),
+        SourceFormat("koshi", "003 Koshi's own SQLite database (memories, archive, links)",
+                     "its SQLite file", read_koshi_db),
+        SourceFormat("mem0", "mem0 memories: Memory.get_all() output saved as JSON, or its"
+                     " local history.db", "the .json file, history.db or the folder holding it",
+                     read_mem0),
+        SourceFormat("chatgpt", "ChatGPT data export (conversations become sessions, messages"
+                     " episodes)", "conversations.json, the export folder or its .zip",
+                     read_chatgpt),
+        SourceFormat("claude", "Claude data export (conversations become sessions, messages"
+                     " episodes)", "conversations.json, the export folder or its .zip",
+                     read_claude),
     )
 }
 

@@ -12,6 +12,7 @@ import json
 import math
 import re
 import sqlite3
+import zipfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -20,6 +21,7 @@ from typing import Any
 from urllib.parse import quote
 
 from clawmemory.errors import ClawMemoryError, ImportFormatError, InvalidInputError
+from clawmemory.snapshot import Skip
 from clawmemory.validation import check_time
 
 __all__ = [
@@ -30,12 +32,14 @@ __all__ = [
     "iso",
     "json_list",
     "json_object",
+    "load_json",
     "located",
     "markdown_files",
     "number",
     "parse_time",
     "read_text",
     "row_label",
+    "skip_for",
     "stable_id",
     "text",
     "tick",
@@ -82,6 +86,14 @@ def located(path: Path | str, *, line: int | None = None,
         raise ImportFormatError(prefix + str(exc), path=str(path), line=line) from exc
 
 
+def skip_for(exc: ImportFormatError) -> Skip:
+    """A file that could not be read, as a skipped item: its reason and its place."""
+    where = exc.path or ""
+    if exc.line is not None:
+        where += f":{exc.line}"
+    return Skip(exc.reason, where)
+
+
 def read_text(path: Path) -> str:
     """A source file as text. Not UTF-8 is an error at the line of the first bad byte: guessing
     an encoding would import mojibake that nobody notices until recall misses."""
@@ -90,6 +102,46 @@ def read_text(path: Path) -> str:
     except OSError as exc:
         raise ImportFormatError(f"cannot read: {exc.strerror or exc}", path=str(path)) from exc
     return decode_text(data, path)
+
+
+def load_json(path: Path, *, member: str | None = None) -> tuple[Any, Path]:
+    """A JSON file, or with ``member`` the file of that name inside a folder or a ``.zip``
+    (chat exports arrive as a zip holding ``conversations.json``), and the file it came from
+    (for naming places). Errors name the file and the line."""
+    source = path
+    if member is not None and path.is_dir() and (path / member).is_file():
+        source = path / member
+    elif member is not None and path.is_file() and zipfile.is_zipfile(path):
+        return _load_zip_member(path, member), path
+    if source.is_dir():
+        raise ImportFormatError(f"no {member} in this folder" if member
+                                else "cannot read: is a directory (expected a .json file)",
+                                path=str(source))
+    return _parse_json(read_text(source), str(source)), source
+
+
+def _load_zip_member(path: Path, member: str) -> Any:
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = [n for n in archive.namelist() if n.rsplit("/", 1)[-1] == member]
+            if not names:
+                raise ImportFormatError(f"no {member} in this zip archive", path=str(path))
+            name = min(names, key=len)  # the top-most one
+            data = archive.read(name)
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise ImportFormatError(f"cannot read the zip archive: {exc}", path=str(path)) from exc
+    label = f"{path}!{name}"
+    return _parse_json(decode_text(data, label), label)
+
+
+def _parse_json(text: str, label: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ImportFormatError(f"not valid JSON: {exc.msg}", path=label,
+                                line=exc.lineno) from exc
+    except RecursionError as exc:  # "[[[[..." deeper than the decoder's stack
+        raise ImportFormatError("JSON nested too deeply", path=label) from exc
 
 
 def decode_text(data: bytes, path: Path | str) -> str:
@@ -300,9 +352,10 @@ def row_label(table: str, number: int, row_id: Any) -> str:
     return f"table {table}, row {number}{shown}"
 
 
-def markdown_files(root: Path, what: str) -> list[Path]:
+def markdown_files(root: Path, what: str, *, strict: bool = True) -> list[Path]:
     """``root`` itself when it is a file, else every ``*.md`` below it (hidden ones skipped),
-    sorted so ids, errors and progress are the same on every run."""
+    sorted so ids, errors and progress are the same on every run. ``strict``: a dangling link
+    or a directory named ``*.md`` is an error here (else the reader reports it as unreadable)."""
     if root.is_file():
         return [root]
     if not root.is_dir():
@@ -312,7 +365,7 @@ def markdown_files(root: Path, what: str) -> list[Path]:
         if not any(part.startswith(".") for part in p.relative_to(root).parts)
     )
     for p in files:
-        if not p.is_file():  # a dangling link or a directory named *.md: say so, do not skip
+        if strict and not p.is_file():  # say so, do not skip it silently
             raise ImportFormatError("cannot read: not a regular file", path=str(p))
     if not files:
         raise ImportFormatError(f"no Markdown (.md) files found (expected {what})",

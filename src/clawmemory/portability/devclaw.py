@@ -18,13 +18,14 @@ any other front matter key is kept in metadata.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from clawmemory.errors import InvalidInputError
+from clawmemory.errors import ImportFormatError, InvalidInputError
 from clawmemory.model import KINDS, MemoryRecord, normalize_kind
 from clawmemory.portability._common import (
     Progress,
@@ -38,6 +39,7 @@ from clawmemory.portability._common import (
     parse_time,
     read_text,
     row_label,
+    skip_for,
     stable_id,
     text,
     tick,
@@ -66,14 +68,24 @@ def read_devclaw_md(
     progress: Progress | None = None,
 ) -> ParsedSnapshot:
     """Read a DevClaw Markdown tree (the ``data/memory`` folder, a parent of it, or one note).
-    Every note is validated before anything is returned."""
-    files = markdown_files(Path(path), "a DevClaw memory folder")
+    Every note is validated before anything is returned. In a folder, a note that cannot be
+    read (bad front matter, a bad field, no content) is skipped with its reason and the others
+    are imported; a single note given as the path raises ImportFormatError instead."""
+    root = Path(path)
+    files = markdown_files(root, "a DevClaw memory folder", strict=False)
     parsed = ParsedSnapshot()
     pairs: set[tuple[str, str]] = set()
     for done, file in enumerate(files, 1):
-        # <category>/<name>: the same id whether the tree, its parent or the note was given
-        record, links = _note(file, f"{file.parent.name}/{file.name}", namespace=namespace,
-                              now=now, max_chars=max_chars)
+        try:
+            # <category>/<name>: the same id whether the tree, its parent or the note was given
+            record, links = _note(file, f"{file.parent.name}/{file.name}", namespace=namespace,
+                                  now=now, max_chars=max_chars)
+        except ImportFormatError as exc:
+            if root.is_file():
+                raise
+            parsed.skipped.append(skip_for(exc))
+            tick(progress, done, len(files))
+            continue
         parsed.records.append(record.evolve(namespace=namespace))
         for other in links:
             if other != record.id:
@@ -93,8 +105,8 @@ def _note(file: Path, rel: str, *, namespace: str, now: float,
     at = _locator(file, fm)
     f = fm.fields
     folder = file.parent.name.lower()
-    with at("category"):
-        category = _text(f.get("category") or f.get("kind"), "category")
+    with at("category" if "category" in f else "kind"):
+        category = _text(fm.text("category") or fm.text("kind"), "category")
         if category is None and folder not in KINDS and folder != "knowledge":
             raise InvalidInputError(
                 "no category: give 'category:' in the front matter or put the note in a"
@@ -105,12 +117,12 @@ def _note(file: Path, rel: str, *, namespace: str, now: float,
     with at("keywords" if "keywords" in f else "tags"):
         tags = check_tags(_list(f.get("keywords", f.get("tags")), "keywords"))
     record = MemoryRecord(
-        id=_text(f.get("id"), "id") or stable_id("devclaw-md", rel, content),
+        id=_text(fm.text("id"), "id") or stable_id("devclaw-md", rel, content),
         content=content, namespace=namespace, kind=kind, tags=tags,
         created_at=created, updated_at=created,
         decay_rate=KINDS[kind].decay_rate,
     )
-    record = _restore(record, f, at)
+    record = _restore(record, fm, at)
     with at("links"):
         links = _list(f.get("links"), "links")
     return record, links
@@ -120,13 +132,14 @@ def _locator(file: Path, fm: FrontMatter) -> Callable[[str], AbstractContextMana
     return lambda key: located(file, line=fm.lines.get(key, 1))
 
 
-def _restore(record: MemoryRecord, f: dict[str, Value],
+def _restore(record: MemoryRecord, fm: FrontMatter,
              at: Callable[[str], AbstractContextManager[None]]) -> MemoryRecord:
     """The optional fields (written by clawmemory's export and mirror) and unknown keys."""
+    f = fm.fields
     changes: dict[str, Any] = {}
     for name in ("key", "source", "source_role", "session_id", "supersedes"):
         with at(name):
-            changes[name] = _text(f.get(name), name)
+            changes[name] = _text(fm.text(name), name)
     with at("key"):
         changes["key"] = check_key(changes["key"], 512)
     for name in ("event_time", "valid_until", "updated_at"):
@@ -163,7 +176,9 @@ def _list(value: Value, what: str) -> list[str]:
     if isinstance(value, str):  # "a, b" — 003-style comma lists are common by hand
         return [v.strip() for v in value.split(",") if v.strip()]
     if isinstance(value, list):
-        return value
+        if not all(isinstance(v, str | int | float) for v in value):
+            raise InvalidInputError(f"{what} must be a list of text")
+        return [v if isinstance(v, str) else json.dumps(v) for v in value]
     raise InvalidInputError(f"{what} must be a list")
 
 

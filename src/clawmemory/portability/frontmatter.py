@@ -1,6 +1,6 @@
-"""The YAML front matter of 002 Markdown notes: the small subset DevClaw writes, read strictly.
+"""The YAML front matter of 002 Markdown notes: read with PyYAML, written as a stable subset.
 
-A full YAML parser is not a dependency, and the notes only ever hold flat ``key: value`` pairs::
+::
 
     ---
     category: fact
@@ -8,51 +8,65 @@ A full YAML parser is not a dependency, and the notes only ever hold flat ``key:
     keywords: [api, authentication, stripe]
     ---
 
-Accepted values: plain scalars, single- or double-quoted strings, flow lists (``[a, "b c"]``),
-block lists (``- item`` lines under an empty ``key:``), JSON objects (``{"a": 1}``), and
-``null``/``~``/empty for nothing. Plain scalars stay text (``id: 0123`` is the string ``0123``);
-the reader converts the fields it knows. Anything else is an error at its line, never a guess.
-The writer emits only this subset, always valid YAML, so DevClaw (or any YAML tool) reads it too.
+Reading is PyYAML's safe loader (no tags that build objects), so any valid YAML header is
+accepted: block scalars (``|``, ``>``), flow and block lists and mappings, anchors, comments.
+Two departures from plain ``yaml.safe_load``, both so nothing is guessed on the user's behalf:
+timestamps stay text (the importer parses the times it knows, and metadata must stay JSON),
+and the raw text of every plain scalar is kept, so a text field reads ``id: 0123`` as the
+string ``0123``, not the octal number 83. A duplicate key is an error (YAML would silently keep
+the last one); every error names its line in the note.
+
+Writing emits one ``key: value`` line per field in a small subset (plain or JSON-quoted
+scalars, flow lists, JSON objects) that is always valid YAML, so DevClaw (or any YAML tool)
+reads it, and stays byte-for-byte stable across versions.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clawmemory.errors import ImportFormatError
 
+if TYPE_CHECKING:
+    import yaml
+
 __all__ = ["FrontMatter", "dump_front_matter", "split_front_matter"]
 
-_KEY_LINE = re.compile(r"^([A-Za-z_][\w.-]*)\s*:(?:\s+(.*))?$")
-_ITEM_LINE = re.compile(r"^\s*-(?:\s+(.*))?$")
-_NULLS = frozenset({"", "~", "null", "Null", "NULL"})
 # Plain strings YAML would read as something else (booleans, null, numbers) must be quoted.
 _YAML_SPECIAL = re.compile(
     r"^(?:~|null|true|false|yes|no|on|off|y|n|[-+]?(?:\d[\d_]*)?\.?\d+(?:e[-+]?\d+)?|\.inf|\.nan"
     r"|0x[\da-f_]+|0o?[0-7_]+|\d{4}-\d\d?-\d\d?(?:[Tt ].*)?)$",
     re.IGNORECASE,
 )
-_COMMENT = re.compile(r"(?<!\s)\s+#.*$")
 _PLAIN = re.compile(r"^[\w][\w\-./@+]*(?: [\w\-./@+]+)*$")
 _PLAIN_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z$")
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
 
-Value = str | list[str] | dict[str, Any] | None
+Value = Any  # what YAML gave: str, int, float, bool, None, list or dict (JSON data)
 
 
 @dataclass
 class FrontMatter:
     """The parsed header of a note: ``fields`` by name, the 1-based ``lines`` they came from,
-    and the ``body`` after the closing ``---`` starting at line ``body_line``."""
+    ``raw`` (the source text of each value YAML read as a number or boolean), and the
+    ``body`` after the closing ``---`` starting at line ``body_line``."""
 
     fields: dict[str, Value] = field(default_factory=dict)
     lines: dict[str, int] = field(default_factory=dict)
+    raw: dict[str, str] = field(default_factory=dict)
     body: str = ""
     body_line: int = 1
     present: bool = False  # the note had a front matter block at all
+
+    def text(self, key: str) -> Value:
+        """The field as text where it was written as a plain scalar (``0123``, ``true``),
+        else the value YAML gave."""
+        return self.raw.get(key, self.fields.get(key))
 
 
 def split_front_matter(text: str, path: str) -> FrontMatter:
@@ -65,119 +79,79 @@ def split_front_matter(text: str, path: str) -> FrontMatter:
         raise ImportFormatError("front matter is not closed: no second '---' line", path=path,
                                 line=1)
     fm = FrontMatter(body="\n".join(lines[end + 1:]), body_line=end + 2, present=True)
-    current: str | None = None  # the key a block list belongs to
-    with_items: set[str] = set()
-    for index in range(1, end):
-        number, line = index + 1, lines[index]
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        item = _ITEM_LINE.match(line)
-        if item and current is not None:
-            items = fm.fields[current]
-            assert isinstance(items, list)
-            items.append(_item(item.group(1) or "", path, number))
-            with_items.add(current)
-            continue
-        current = None
-        m = _KEY_LINE.match(line)
-        if m is None:
-            raise ImportFormatError(f"front matter: expected 'key: value', got {line.strip()!r}",
-                                    path=path, line=number)
-        key, raw = m.group(1), (m.group(2) or "").strip()
-        if key in fm.fields:
-            raise ImportFormatError(f"front matter: {key!r} is given twice", path=path,
-                                    line=number)
-        fm.lines[key] = number
-        if raw == "":
-            fm.fields[key] = []  # a block list may follow; an empty one means nothing
-            current = key
-        else:
-            fm.fields[key] = _value(raw, path, number)
-    for key, value in fm.fields.items():
-        if value == [] and key not in with_items:
-            fm.fields[key] = None  # ``key:`` with nothing after it
+    _parse("\n".join(lines[1:end]), fm, path)
     return fm
 
 
-def _value(raw: str, path: str, line: int) -> Value:
-    if raw.startswith("["):
-        return _flow_list(raw, path, line)
-    if raw.startswith("{"):
-        try:
-            parsed = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise ImportFormatError(f"front matter: not a valid JSON object ({exc.msg})",
-                                    path=path, line=line) from exc
-        if not isinstance(parsed, dict):
-            raise ImportFormatError("front matter: expected an object", path=path, line=line)
-        return parsed
-    return _scalar(raw, path, line)
+@functools.cache
+def _loader() -> type[yaml.SafeLoader]:
+    """PyYAML's safe loader without the timestamp resolver (built once, on first use)."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.yaml_implicit_resolvers = {
+        first: [(tag, rx) for tag, rx in resolvers if tag != _TIMESTAMP]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+    return Loader
 
 
-def _scalar(raw: str, path: str, line: int) -> str | None:
-    raw = raw.strip()
-    if raw.startswith('"'):
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise ImportFormatError(f"front matter: bad double-quoted string ({exc.msg})",
-                                    path=path, line=line) from exc
-        if not isinstance(value, str):
-            raise ImportFormatError("front matter: bad double-quoted string", path=path,
-                                    line=line)
-        return value
-    if raw.startswith("'"):
-        if len(raw) < 2 or not raw.endswith("'") or "'" in raw[1:-1].replace("''", ""):
-            raise ImportFormatError("front matter: bad single-quoted string", path=path,
-                                    line=line)
-        return raw[1:-1].replace("''", "'")
-    if raw.startswith(("|", ">", "&", "*", "!", "%", "@", "`")):
-        raise ImportFormatError(f"front matter: unsupported YAML syntax {raw[:10]!r}",
-                                path=path, line=line)
-    # A YAML comment needs a space before the '#'. The look-behind starts the blank run only at
-    # its first character: without it a long run of blanks is rescanned from each of them.
-    plain = _COMMENT.sub("", raw)
-    return None if plain in _NULLS else plain
+def _parse(header: str, fm: FrontMatter, path: str) -> None:
+    import yaml
+
+    loader = _loader()(header)
+    try:
+        root = loader.get_single_node()
+        if root is None:
+            return
+        if not isinstance(root, yaml.MappingNode):
+            raise ImportFormatError("front matter: expected 'key: value' lines",
+                                    path=path, line=root.start_mark.line + 2)
+        for key_node, value_node in root.value:
+            line = key_node.start_mark.line + 2  # the header starts on the note's line 2
+            key = loader.construct_object(key_node, deep=True)
+            if not isinstance(key, str):
+                raise ImportFormatError(f"front matter: a key must be text, not {key!r}",
+                                        path=path, line=line)
+            if key in fm.fields:
+                raise ImportFormatError(f"front matter: {key!r} is given twice", path=path,
+                                        line=line)
+            value = loader.construct_object(value_node, deep=True)
+            if not _json_like(value):
+                raise ImportFormatError(f"front matter: {key!r} holds a value that is not"
+                                        " plain data", path=path, line=line)
+            fm.fields[key], fm.lines[key] = value, line
+            if isinstance(value, int | float) and isinstance(value_node, yaml.ScalarNode):
+                fm.raw[key] = value_node.value  # 0123, 1e3, true: the text as written
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        what = exc.problem or exc.context or "not valid YAML"
+        raise ImportFormatError(f"front matter: {what}", path=path,
+                                line=mark.line + 2 if mark else 1) from exc
+    except yaml.YAMLError as exc:
+        raise ImportFormatError(f"front matter: not valid YAML ({exc})", path=path,
+                                line=1) from exc
+    finally:
+        loader.dispose()
 
 
-def _item(raw: str, path: str, line: int) -> str:
-    value = _scalar(raw, path, line)
-    if value is None:
-        raise ImportFormatError("front matter: empty list item", path=path, line=line)
-    return value
-
-
-def _flow_list(raw: str, path: str, line: int) -> list[str]:
-    if not raw.endswith("]"):
-        raise ImportFormatError("front matter: list is not closed with ']'", path=path,
-                                line=line)
-    try:  # the writer's form for items that need quoting: a JSON array
-        parsed = json.loads(raw)
-    except json.JSONDecodeError:
-        parsed = None
-    if isinstance(parsed, list):
-        return [v if isinstance(v, str) else json.dumps(v) for v in parsed]
-    items, buf, quote = [], "", ""
-    for ch in raw[1:-1]:
-        if quote:
-            buf += ch
-            quote = "" if ch == quote else quote
-        elif ch in "\"'":
-            buf += ch
-            quote = ch
-        elif ch == ",":
-            items.append(buf)
-            buf = ""
-        elif ch in "[]{}":
-            raise ImportFormatError("front matter: nested lists are not supported", path=path,
-                                    line=line)
-        else:
-            buf += ch
-    if quote:
-        raise ImportFormatError("front matter: unclosed quote in list", path=path, line=line)
-    items.append(buf)
-    out = [_scalar(i, path, line) for i in items]
-    return [v for v in out if v is not None]
+def _json_like(value: Any) -> bool:
+    """Only what JSON can hold (explicit tags such as ``!!binary`` or ``!!set`` build bytes
+    and sets, which no memory field can keep). Iterative: YAML nests as deep as it likes."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if not all(isinstance(k, str) for k in item):
+                return False
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif item is not None and not isinstance(item, str | int | float | bool):
+            return False
+    return True
 
 
 # --- writing -------------------------------------------------------------------------------------

@@ -614,8 +614,7 @@ class SQLiteStore:
         links = self._query("SELECT COUNT(*) FROM links WHERE namespace = ?", (namespace,))[0][0]
         size = None
         if str(self.path) != ":memory:":
-            size = sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal"))
-                       if p.exists())
+            size = sum(_size(p) for p in (self.path, Path(f"{self.path}-wal")))
         return StoreStats(
             backend=self.backend, total=int(total) - int(invalid), by_kind=by_kind,
             invalidated=int(invalid), links=int(links), newest=newest, oldest=oldest,
@@ -751,3 +750,12 @@ class SQLiteStore:
         return [RunRecord(int(i), ns, j, s, f if f is not None else s, o or "failed",
                           json.loads(cnt or "{}"), m or "")
                 for i, ns, j, s, f, o, cnt, m in rows]
+
+
+def _size(path: Path) -> int:
+    """A file's size, 0 when it is not there: the WAL comes and goes with the last connection
+    of any process, so checking first and reading after would race (FileNotFoundError)."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, JsonValue, field_validator, model_validator
 
 from clawmemory.errors import InvalidInputError, NotFoundError
-from clawmemory.model import KIND_ALIASES, KINDS, MemoryRecord, normalize_kind
+from clawmemory.model import KIND_ALIASES, KINDS, MemoryRecord, as_kind, normalize_kind
 from clawmemory.tools.base import (
     MAX_RESULTS,
     IdRef,
@@ -203,7 +203,7 @@ def store(mem: Memory, args: StoreArgs) -> ToolResult:
     targets = _link_targets(mem, args.links, args.key)  # before writing: no half-linked memory
     existed = args.key is not None and _exists(mem, args.key)
     mid = mem.store(
-        args.content, key=args.key, kind=args.kind, tags=args.tags, metadata=args.metadata,
+        args.content, key=args.key, kind=as_kind(args.kind), tags=args.tags, metadata=args.metadata,
         session_id=args.session_id, source=args.source, event_time=args.event_time,
         confidence=args.confidence,
     )
@@ -281,7 +281,7 @@ def list_(mem: Memory, args: ListArgs) -> ToolResult:
 
 def update(mem: Memory, args: UpdateArgs) -> ToolResult:
     record = mem.update(args.id, content=args.content, tags=args.tags, metadata=args.metadata,
-                        kind=args.kind)
+                        kind=as_kind(args.kind) if args.kind else None)
     return ToolResult(f"Updated memory {render_record(record)}", {"memory": record_data(record)})
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -169,11 +170,13 @@ def _dialect_tool(dialect: str, entry: DialectEntry) -> DialectTool:
 
 # --- calling ------------------------------------------------------------------------------------
 def call_tool(
-    mem: Memory, name: str, args: Mapping[str, Any] | None = None, *,
+    mem: Memory, name: str, args: Mapping[str, Any] | str | None = None, *,
     dialect: str = DEFAULT_DIALECT,
 ) -> ToolResult:
-    """Call ``name`` as ``dialect`` defines it. Never raises: every failure is an
-    ``is_error`` result whose text is one sentence the model can act on."""
+    """Call ``name`` as ``dialect`` defines it. ``args`` is a mapping or the JSON text of one
+    (OpenAI hands tool arguments over as a JSON string: pass it as it came). Never raises:
+    every failure is an ``is_error`` result whose text is one sentence the model can act
+    on."""
     try:
         return _call(mem, name, args, dialect)
     except Exception as exc:  # a bug in the argument handling itself: still a result
@@ -182,7 +185,8 @@ def call_tool(
                       "clawmemory log.")
 
 
-def _call(mem: Memory, name: str, args: Mapping[str, Any] | None, dialect: str) -> ToolResult:
+def _call(mem: Memory, name: str, args: Mapping[str, Any] | str | None,
+          dialect: str) -> ToolResult:
     try:
         key = resolve_dialect(dialect)
     except KeyError:
@@ -230,8 +234,10 @@ def _sentence(text: str) -> str:
 
 
 def _translate(
-    entry: DialectEntry, args: Mapping[str, Any] | None
+    entry: DialectEntry, args: Mapping[str, Any] | str | None
 ) -> tuple[ToolMap, ToolSpec, dict[str, Any]]:
+    if isinstance(args, str):
+        args = _json_arguments(entry.name, args)
     if args is None:
         args = {}
     if not isinstance(args, Mapping):
@@ -248,6 +254,19 @@ def _translate(
         core.setdefault(names[name], value)
     core.update(route.fixed)
     return route, operation(route.op), core
+
+
+def _json_arguments(tool: str, text: str) -> Any:
+    """Arguments sent as JSON text; "" means none (some models send it for a tool without
+    parameters)."""
+    if not text.strip():
+        return {}
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        detail = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+        raise ToolCallError(f"Arguments of {tool} must be a JSON object; this text is not"
+                            f" JSON ({detail}).") from None
 
 
 def _pick_route(entry: DialectEntry, given: dict[str, Any]) -> ToolMap:

@@ -27,7 +27,13 @@ from clawmemory.lifecycle import (
 from clawmemory.model import KINDS
 from clawmemory.store.base import Store
 from clawmemory.store.memory import MemoryStore
-from conftest import DAY, START, Clock, backend_params
+from conftest import DAY, EMBEDDINGS, START, Clock, backend_params
+
+
+@pytest.fixture(params=EMBEDDINGS)
+def embedding(request: pytest.FixtureRequest) -> str:
+    """Every test here runs keyword-only and with the shipped default (conftest.EMBEDDINGS)."""
+    return str(request.param)
 
 NO_EMBEDDER = EmbedderSettings(provider="none")
 
@@ -357,7 +363,8 @@ def test_no_prune_under_the_size_limit(mem: Memory, clock: Clock) -> None:
 
 @file_backends
 def test_archive_survives_reopening_and_restore_brings_a_memory_back(
-    mem: Memory, clock: Clock, open_store: Callable[[], Store], settings: Settings
+    mem: Memory, clock: Clock, open_store: Callable[[], Store], settings: Settings,
+    embedding: str,
 ) -> None:
     ids = seeded_pool(mem, clock)
     prune(make(mem, max_size_bytes=1, prune_percent=50))
@@ -366,16 +373,21 @@ def test_archive_survives_reopening_and_restore_brings_a_memory_back(
     mem.store_backend.close()
 
     again = Memory(open_store(), settings, clock=clock)
-    assert again.store_backend.archive_count(again.namespace) == 10
+    assert again.stats()["archived"] == 10
+    assert {e.record.id for e in again.archived()} == archived
     rid = sorted(archived)[0]
     word = f"zebrafinch{ids.index(rid)}"
-    assert [h.memory.id for h in recall_archive(again, word)] == [rid]
-    restored = lifecycle.restore(again, rid)
+    assert [h.memory.id for h in again.recall(word, archive=True)] == [rid]
+    restored = again.restore(rid)
     assert restored.id == rid
-    assert [h.memory.id for h in again.recall(word)] == [rid]
-    assert recall_archive(again, word) == []
+    assert [h.memory.id for h in again.recall(word, mode="keyword")] == [rid]
+    # with the configured mode too, by its words and (the default) by its vector again
+    back = {h.memory.id: h for h in again.recall(word, limit=50)}[rid]
+    assert set(back.explain.lists) == ({"keyword"} if embedding == "keyword"
+                                       else {"keyword", "vector"})
+    assert again.recall(word, archive=True) == []
     with pytest.raises(NotFoundError):
-        lifecycle.restore(again, rid)
+        again.restore(rid)
 
 
 def test_restore_gives_up_a_key_taken_meanwhile(mem: Memory, clock: Clock) -> None:

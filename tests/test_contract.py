@@ -563,14 +563,23 @@ def test_every_hit_is_explained(mem: Memory, clock: Clock) -> None:
     assert hits[1].explain.matched_terms == ("editor",)
 
 
-@pytest.mark.parametrize(
-    "query",
-    ['"', 'NEAR(a b', "AND OR NOT", "content:secret", "*", "^start", "a AND", "(((", "'; --",
-     "https://example.com/x?y=1", "👍🏽", "col:term -neg +plus", "\u0301\u0302"],
-)
-def test_hostile_queries_never_fail(mem: Memory, query: str) -> None:
-    mem.store("plain content about secrets and start")
-    assert isinstance(mem.recall(query), list)
+@pytest.mark.parametrize(("query", "matched"), [
+    ('"', None), ("NEAR(a b", ("a", "b")), ("AND OR NOT", ("and",)),
+    ("content:secret", ("content", "secret")), ("*", None), ("^start", ("start",)),
+    ("a AND", ("and",)), ("(((", None), ("'; --", None), ("https://example.com/x?y=1", None),
+    ("👍🏽", None), ("col:term -neg +plus", None), ("\u0301\u0302", None)])
+def test_hostile_queries_are_plain_words(
+    mem: Memory, query: str, matched: tuple[str, ...] | None
+) -> None:
+    """Query syntax is never interpreted: what is left are words, matched as words (a query
+    of only stop words searches them all; one with no word of two letters, by substring)."""
+    rid = mem.store("plain content about secrets and start")
+    hits = mem.recall(query, mode="keyword")
+    assert [(h.memory.id, h.explain.matched_terms) for h in hits] == (
+        [(rid, matched)] if matched else [])
+    assert [h.explain.via for h in hits] == (["like-fallback"] if query == "NEAR(a b" else
+                                             [None] * len(hits))
+    assert {h.memory.id for h in mem.recall(query)} <= {rid}  # the configured mode: no error
 
 
 # --- correction lifecycle --------------------------------------------------------------------

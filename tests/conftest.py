@@ -199,18 +199,63 @@ def clock() -> Clock:
     return Clock()
 
 
-@pytest.fixture
-def settings() -> Settings:
-    """Default settings without an embedding model: the contract is about storage and keyword
-    recall, and loading a model per test would cost seconds. Suites about vector recall
-    override this fixture."""
-    return Settings(embedder={"provider": "none"})
+# How a suite's ``settings`` and ``mem`` recall: "keyword" (no embedding model) or "default"
+# (the shipped defaults: the packaged embedding model, hybrid recall, weighted fusion).
+EMBEDDINGS = ("keyword", "default")
 
 
 @pytest.fixture
-def mem(store: Store, settings: Settings, clock: Clock) -> Memory:
+def embedding() -> str:
+    """"keyword" unless a suite runs under both: the contract, lifecycle, tools and context
+    suites override this fixture with ``params=EMBEDDINGS``, so each of their tests runs with
+    the shipped default as well as keyword-only."""
+    return "keyword"
+
+
+# For a test, in a suite that runs under both, about keyword recall or a store without vectors.
+keyword_only = pytest.mark.parametrize("embedding", ["keyword"])
+
+
+@pytest.fixture(scope="session")
+def default_embedder() -> Any:
+    """The shipped default embedder (what ``Settings()`` builds: the packaged model on ONNX
+    Runtime), loaded once per test process and shared, so a test pays milliseconds per text
+    instead of the model's load."""
+    from clawmemory.config import EmbedderSettings
+    from clawmemory.embed import make_embedder
+    from clawmemory.embed.factory import LocalOptions
+
+    e = EmbedderSettings()
+    return make_embedder(e.provider, model=e.model, batch_size=e.batch_size,
+                         query_cache_size=e.query_cache_size,
+                         local=LocalOptions(e.runtime, threads=e.threads))
+
+
+@pytest.fixture
+def embedder(embedding: str, request: pytest.FixtureRequest) -> Any:
+    """What ``Memory(..., embedder=...)`` gets in this test: None (keyword) or the default."""
+    return request.getfixturevalue("default_embedder") if embedding == "default" else None
+
+
+@pytest.fixture
+def settings(embedding: str) -> Settings:
+    """Keyword-only settings (no embedding model) for suites about storage; the shipped
+    defaults, untouched, where a suite runs under both (see ``embedding``)."""
+    return Settings() if embedding == "default" else Settings(embedder={"provider": "none"})
+
+
+def memory_on(store: Store, settings: Settings, clock: Clock, embedder: Any) -> Memory:
+    """``Memory`` over ``store``: with the shared default embedder where one is given, else
+    exactly as a keyword-only suite always built it (the embedder named in ``settings``)."""
+    if embedder is None:
+        return Memory(store, settings, clock=clock)
+    return Memory(store, settings, clock=clock, embedder=embedder)
+
+
+@pytest.fixture
+def mem(store: Store, settings: Settings, clock: Clock, embedder: Any) -> Memory:
     """``Memory`` in the default namespace over the backend under test, on the test's clock."""
-    return Memory(store, settings, clock=clock)
+    return memory_on(store, settings, clock, embedder)
 
 
 @pytest.fixture

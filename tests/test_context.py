@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,14 +21,20 @@ from clawmemory.context import (
     strip_memory_context,
 )
 from clawmemory.store.sqlite import SQLiteStore
-from conftest import Clock
+from conftest import EMBEDDINGS, Clock, memory_on
+
+
+@pytest.fixture(params=EMBEDDINGS)
+def embedding(request: pytest.FixtureRequest) -> str:
+    """Every test here runs keyword-only and with the shipped default (conftest.EMBEDDINGS)."""
+    return str(request.param)
 
 
 @pytest.fixture
-def mem(tmp_path: Path, settings: Settings, clock: Clock) -> Iterator[Memory]:
-    store = SQLiteStore(tmp_path / "memory.db")
-    yield Memory(store, settings, clock=clock)
-    store.close()
+def mem(tmp_path: Path, settings: Settings, clock: Clock, embedder: Any) -> Iterator[Memory]:
+    made = memory_on(SQLiteStore(tmp_path / "memory.db"), settings, clock, embedder)
+    yield made
+    made.close()  # the background embedding worker first, then the store
 
 
 def words(text: str) -> int:
@@ -54,26 +61,46 @@ def linked(mem: Memory, clock: Clock) -> Memory:
     return mem
 
 
-def test_enrich_block_is_the_specification_example(linked: Memory) -> None:
+# With the shipped default (hybrid recall) every memory is similar to the message to some
+# degree, so the one with no word of it is recalled directly, not only as a neighbour.
+PROJECT_RUNTIME = {
+    "keyword": "- project-runtime: Current project runs 3.12\n",
+    "default": "- project-runtime: Current project runs 3.12 [links: user-prefers-python]\n",
+}
+
+
+def test_enrich_block_is_the_specification_example(linked: Memory, embedding: str) -> None:
     assert ptrclaw_enrich(linked, MESSAGE, recall_limit=5, enrich_depth=1) == (
         "[Memory context]\n"
         "- user-prefers-python: Prefers Python for scripting [links: project-runtime]\n"
-        "- project-runtime: Current project runs 3.12\n"
+        + PROJECT_RUNTIME[embedding] +
         "[/Memory context]\n"
         "\n" + MESSAGE
     )
 
 
-def test_enrich_depth_0_is_flat(linked: Memory) -> None:
+def test_enrich_depth_0_is_flat(linked: Memory, embedding: str) -> None:
     assert ptrclaw_enrich(linked, MESSAGE, recall_limit=5, enrich_depth=0) == (
         "[Memory context]\n"
         "- user-prefers-python: Prefers Python for scripting [links: project-runtime]\n"
+        + ("" if embedding == "keyword" else PROJECT_RUNTIME[embedding]) +
         "[/Memory context]\n\n" + MESSAGE
     )
 
 
-def test_enrich_without_a_match_or_memory_leaves_the_message_alone(linked: Memory) -> None:
-    assert ptrclaw_enrich(linked, "kubernetes cluster") == "kubernetes cluster"
+def test_enrich_without_a_match_or_memory_leaves_the_message_alone(
+    linked: Memory, embedding: str
+) -> None:
+    enriched = ptrclaw_enrich(linked, "kubernetes cluster")
+    if embedding == "keyword":
+        assert enriched == "kubernetes cluster"
+    else:  # no word matches, but the nearest memories by meaning are still recalled
+        head, body, tail = enriched.partition("[/Memory context]\n\n")
+        assert tail == "kubernetes cluster" and body
+        assert sorted(head.splitlines()) == [
+            "- project-runtime: Current project runs 3.12 [links: user-prefers-python]",
+            "- user-prefers-python: Prefers Python for scripting [links: project-runtime]",
+            "[Memory context]"]
     assert ptrclaw_enrich(None, MESSAGE) == MESSAGE
     assert ptrclaw_enrich(linked, "   ") == "   "
 
@@ -170,10 +197,11 @@ def test_relevant_memory_block_format(mem: Memory, clock: Clock) -> None:
                                  "- User's name is Alice"]
 
 
-def test_relevant_memory_block_none_when_nothing(mem: Memory) -> None:
+def test_relevant_memory_block_none_when_nothing(mem: Memory, embedding: str) -> None:
     assert relevant_memory_block(mem, "anything") is None
     mem.store("User prefers dark mode")
-    assert relevant_memory_block(mem, "kubernetes") is None
+    assert relevant_memory_block(mem, "kubernetes") == {  # the default recalls by meaning
+        "keyword": None, "default": "## Relevant Memory\n\n- User prefers dark mode"}[embedding]
     assert relevant_memory_block(None, "dark") is None
     assert relevant_memory_block(mem, "dark", max_facts=0) is None
 
@@ -192,11 +220,11 @@ def test_relevant_memory_block_budgets_in_rank_order(mem: Memory) -> None:
 
 
 # --- 002 LayerMemory ----------------------------------------------------------------------------
-def test_devclaw_layer_format(mem: Memory, clock: Clock) -> None:
+def test_devclaw_layer_format(mem: Memory, clock: Clock, embedding: str) -> None:
     mem.store("The API uses JWT tokens with 24h expiration", kind="fact")
-    assert devclaw_layer(mem, "JWT expiration") == (
-        "## Relevant Memories\n\n- [fact] The API uses JWT tokens with 24h expiration\n")
-    assert devclaw_layer(mem, "kubernetes") == ""
+    block = "## Relevant Memories\n\n- [fact] The API uses JWT tokens with 24h expiration\n"
+    assert devclaw_layer(mem, "JWT expiration") == block
+    assert devclaw_layer(mem, "kubernetes") == ("" if embedding == "keyword" else block)
     assert devclaw_layer(mem, "") == ""
 
 
@@ -357,11 +385,13 @@ def test_sandbox_context_other_sessions_and_latest_reflection(mem: Memory, clock
     assert insight == "## Weekly insight\nThis week: Alice asked about tea twice"
 
 
-def test_sandbox_context_parts_and_absence(mem: Memory) -> None:
+def test_sandbox_context_parts_and_absence(mem: Memory, embedding: str) -> None:
     assert sandbox_context(mem, "anything", "s1") == ""
     assert sandbox_context(None, "anything", "s1") == ""
     mem.store("Alice prefers tea", session_id="s0")
     assert sandbox_context(mem, "tea", "s1") == "## Relevant memory\n- Alice prefers tea"
     assert sandbox_context(mem, "tea", "s0") == ""
     mem.store("Sleep matters", kind="reflection")
-    assert sandbox_context(mem, "kubernetes", "s1") == "## Weekly insight\nSleep matters"
+    by_meaning = "" if embedding == "keyword" else "## Relevant memory\n- Alice prefers tea\n\n"
+    assert sandbox_context(mem, "kubernetes", "s1") == by_meaning + (
+        "## Weekly insight\nSleep matters")

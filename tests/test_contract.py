@@ -18,7 +18,13 @@ from clawmemory import Filter, ImportFormatError, InvalidInputError, Memory, Mem
 from clawmemory.errors import NotFoundError
 from clawmemory.store.base import ORDERS, Store
 from clawmemory.store.jsonfile import JSONFileStore
-from conftest import BACKENDS, DAY, START, Backend, Clock, backend_params
+from conftest import BACKENDS, DAY, EMBEDDINGS, START, Backend, Clock, backend_params
+
+
+@pytest.fixture(params=EMBEDDINGS)
+def embedding(request: pytest.FixtureRequest) -> str:
+    """Every test here runs keyword-only and with the shipped default (conftest.EMBEDDINGS)."""
+    return str(request.param)
 
 # --- helpers ---------------------------------------------------------------------------------
 
@@ -105,7 +111,7 @@ def test_upsert_by_key_keeps_id_created_at_and_score(mem: Memory, clock: Clock) 
     assert mem.count() == 1
     # the full-text index follows the new content
     assert [h.memory.id for h in mem.recall("16")] == [rid]
-    assert mem.recall("15") == []
+    assert mem.recall("15", mode="keyword") == []
 
 
 def test_put_reports_whether_a_record_was_created(store: Store) -> None:
@@ -180,7 +186,7 @@ def test_list_order_by_score(mem: Memory, sample: dict[str, str]) -> None:
 
 def test_list_order_by_last_access(mem: Memory, sample: dict[str, str], clock: Clock) -> None:
     clock.advance(DAY)
-    assert [h.memory.id for h in mem.recall("alpha")] == [sample["alpha"]]
+    assert [h.memory.id for h in mem.recall("alpha", mode="keyword")] == [sample["alpha"]]
     got = [r.id for r in mem.list(order="accessed")]
     assert got[0] == sample["alpha"]
     assert got[1:] == [sample[n] for n in ("epsilon", "delta", "gamma", "beta")]
@@ -262,7 +268,7 @@ def test_update_changes_fields_and_reindexes(mem: Memory, clock: Clock) -> None:
     with pytest.raises(NotFoundError):
         mem.get("cat")
     assert [h.memory.id for h in mem.recall("Rex")] == [rid]
-    assert mem.recall("Tom cat") == []
+    assert mem.recall("Tom cat", mode="keyword") == []
 
 
 def test_update_refuses_a_key_used_by_another_memory(mem: Memory) -> None:
@@ -290,8 +296,9 @@ def test_forget_removes_the_record_and_its_links(mem: Memory, store: Store) -> N
     assert [lk.other_id for lk in store.links("default", [b])[b]] == [c]
     assert [lk.other_id for lk in store.links("default", [c])[c]] == [b]
     assert mem.stats()["links"] == 1
-    assert [h.memory.id for h in mem.recall("red")] == [c]
-    assert mem.recall("apples") == []
+    assert [h.memory.id for h in mem.recall("red", mode="keyword")] == [c]
+    assert mem.recall("apples", mode="keyword") == []
+    assert {h.memory.id for h in mem.recall("apples are red")} <= {b, c}  # nor by its vector
     with pytest.raises(NotFoundError):
         mem.forget("apple")
 
@@ -321,9 +328,12 @@ def test_namespaces_isolate_everything(mem: Memory, store: Store) -> None:
             own.get(foreign)
         with pytest.raises(NotFoundError):
             own.forget(foreign)
-    assert [h.memory.id for h in mem.recall("garlic onions recipe")] == [a1]
-    assert [h.memory.id for h in other.recall("garlic onions recipe")] == [b1]
-    assert mem.recall("bravo") == [] and other.recall("alpha") == []
+    assert [h.memory.id for h in mem.recall("garlic onions recipe", mode="keyword")] == [a1]
+    assert [h.memory.id for h in other.recall("garlic onions recipe", mode="keyword")] == [b1]
+    assert mem.recall("bravo", mode="keyword") == []
+    assert other.recall("alpha", mode="keyword") == []
+    for own, mine in ((mem, {a1, a2}), (other, {b1, b2})):  # the default's vectors too
+        assert {h.memory.id for h in own.recall("garlic onions recipe bravo alpha")} <= mine
     assert mem.count() == other.count() == 2
     assert [r.id for r in mem.search_by_metadata("t", "b")] == []
     # links never cross a namespace, not even through the store
@@ -410,7 +420,7 @@ def test_more_matching_terms_rank_higher(mem: Memory, clock: Clock) -> None:
     best = mem.store("python testing with pytest fixtures")
     some = mem.store("python testing is fun")
     one = mem.store("python snakes are reptiles")
-    hits = mem.recall("python pytest testing fixtures", limit=10)
+    hits = mem.recall("python pytest testing fixtures", limit=10, mode="keyword")
     assert [h.memory.id for h in hits] == [best, some, one]
     assert hits[0].score > hits[1].score > hits[2].score
 
@@ -420,7 +430,7 @@ def _twins(mem: Memory, clock: Clock) -> tuple[str, str]:
     _corpus(mem, clock)
     mem.store("kayak river trip one")
     mem.store("kayak river trip two")
-    hits = mem.recall("kayak", limit=10)
+    hits = mem.recall("kayak", limit=10, mode="keyword")
     assert len(hits) == 2
     assert hits[0].score == pytest.approx(hits[1].score)
     return hits[0].memory.id, hits[1].memory.id
@@ -430,7 +440,7 @@ def test_reinforce_raises_rank(mem: Memory, clock: Clock) -> None:
     first, second = _twins(mem, clock)
     r = mem.reinforce(second)
     assert r.score == 3 and mem.get(second).score == 3
-    hits = mem.recall("kayak")
+    hits = mem.recall("kayak", mode="keyword")
     assert [h.memory.id for h in hits] == [second, first]
     assert hits[0].explain.factors["reinforcement"] > 1.0
 
@@ -438,7 +448,7 @@ def test_reinforce_raises_rank(mem: Memory, clock: Clock) -> None:
 def test_demote_lowers_rank(mem: Memory, clock: Clock) -> None:
     first, second = _twins(mem, clock)
     assert mem.demote(first).score == -1
-    hits = mem.recall("kayak")
+    hits = mem.recall("kayak", mode="keyword")
     assert [h.memory.id for h in hits] == [second, first]
     assert hits[1].explain.factors["reinforcement"] < 1.0
 
@@ -447,7 +457,7 @@ def test_recall_counts_as_access(mem: Memory, clock: Clock) -> None:
     hit_id = mem.store("the wifi password is hunter2")
     miss_id = mem.store("unrelated note")
     clock.advance(DAY)
-    hits = mem.recall("wifi password")
+    hits = mem.recall("wifi password", mode="keyword")
     assert [h.memory.id for h in hits] == [hit_id]
     assert hits[0].memory.access_count == 1 and hits[0].memory.last_accessed == START + DAY
     stored = mem.get(hit_id)
@@ -457,9 +467,17 @@ def test_recall_counts_as_access(mem: Memory, clock: Clock) -> None:
     clock.advance(DAY)
     mem.recall("wifi", touch=False)
     assert mem.get(hit_id).access_count == 1
-    mem.recall("wifi")
+    mem.recall("wifi", mode="keyword")
     assert mem.get(hit_id).access_count == 2
     assert mem.get(hit_id).last_accessed == START + 2 * DAY
+    # with the configured mode (the default: hybrid) exactly what came back is counted
+    clock.advance(DAY)
+    returned = {h.memory.id for h in mem.recall("wifi password")}
+    assert hit_id in returned
+    for rid, count, accessed in ((hit_id, 2, START + 2 * DAY), (miss_id, 0, START)):
+        touched = rid in returned
+        assert mem.get(rid).access_count == count + touched
+        assert mem.get(rid).last_accessed == (START + 3 * DAY if touched else accessed)
 
 
 @pytest.mark.parametrize("query", ["", "   ", "\n\t"])
@@ -489,7 +507,7 @@ def test_recall_respects_limit(mem: Memory) -> None:
 def test_like_fallback_for_single_character_tokens(mem: Memory) -> None:
     r_lang = mem.store("Use the R language for statistics")
     mem.store("Python is fun")
-    hits = mem.recall("R")
+    hits = mem.recall("R", mode="keyword")
     assert [h.memory.id for h in hits] == [r_lang]
     assert hits[0].explain.via == "like-fallback"
     assert hits[0].explain.matched_terms == ("r",)
@@ -498,7 +516,7 @@ def test_like_fallback_for_single_character_tokens(mem: Memory) -> None:
 def test_like_fallback_for_a_substring(mem: Memory) -> None:
     p = mem.store("Python programming tips")
     mem.store("Gardening for beginners")
-    hits = mem.recall("thon")
+    hits = mem.recall("thon", mode="keyword")
     assert [h.memory.id for h in hits] == [p]
     assert hits[0].explain.via == "like-fallback"
     assert "thon" in hits[0].explain.matched_terms
@@ -507,7 +525,7 @@ def test_like_fallback_for_a_substring(mem: Memory) -> None:
 def test_like_fallback_folds_non_ascii_case(mem: Memory) -> None:
     b = mem.store("TREFFEN IM BÜRO")
     mem.store("meeting at home")
-    hits = mem.recall("üro")
+    hits = mem.recall("üro", mode="keyword")
     assert [h.memory.id for h in hits] == [b]
 
 
@@ -515,16 +533,15 @@ def test_recall_ignores_diacritics(mem: Memory) -> None:
     cafe = mem.store("We met at the Café Central")
     naive = mem.store("a nai\u0308ve question")  # decomposed (NFD) text, as macOS produces it
     mem.store("tea house downtown")
-    assert [h.memory.id for h in mem.recall("cafe")] == [cafe]
-    assert [h.memory.id for h in mem.recall("CAFÉ")] == [cafe]
-    assert [h.memory.id for h in mem.recall("naïve")] == [naive]
-    assert [h.memory.id for h in mem.recall("nai\u0308ve")] == [naive]
+    for query, found in (("cafe", cafe), ("CAFÉ", cafe), ("naïve", naive),
+                         ("nai\u0308ve", naive)):
+        assert [h.memory.id for h in mem.recall(query, mode="keyword")] == [found]
 
 
 def test_matched_terms_ignore_diacritics(mem: Memory) -> None:
     mem.store("We met at the Café Central")
     mem.store("tea house downtown")
-    hits = mem.recall("CAFÉ")
+    hits = mem.recall("CAFÉ", mode="keyword")
     assert len(hits) == 1
     assert hits[0].explain.matched_terms == ("café",)
 
@@ -533,7 +550,7 @@ def test_every_hit_is_explained(mem: Memory, clock: Clock) -> None:
     _corpus(mem, clock)
     mem.store("dark mode in the editor", key="editor-theme", tags=["ui"])
     mem.store("the editor font is monospace")
-    hits = mem.recall("editor dark theme")
+    hits = mem.recall("editor dark theme", mode="keyword")
     assert len(hits) == 2
     for h in hits:
         e = h.explain
@@ -546,14 +563,23 @@ def test_every_hit_is_explained(mem: Memory, clock: Clock) -> None:
     assert hits[1].explain.matched_terms == ("editor",)
 
 
-@pytest.mark.parametrize(
-    "query",
-    ['"', 'NEAR(a b', "AND OR NOT", "content:secret", "*", "^start", "a AND", "(((", "'; --",
-     "https://example.com/x?y=1", "👍🏽", "col:term -neg +plus", "\u0301\u0302"],
-)
-def test_hostile_queries_never_fail(mem: Memory, query: str) -> None:
-    mem.store("plain content about secrets and start")
-    assert isinstance(mem.recall(query), list)
+@pytest.mark.parametrize(("query", "matched"), [
+    ('"', None), ("NEAR(a b", ("a", "b")), ("AND OR NOT", ("and",)),
+    ("content:secret", ("content", "secret")), ("*", None), ("^start", ("start",)),
+    ("a AND", ("and",)), ("(((", None), ("'; --", None), ("https://example.com/x?y=1", None),
+    ("👍🏽", None), ("col:term -neg +plus", None), ("\u0301\u0302", None)])
+def test_hostile_queries_are_plain_words(
+    mem: Memory, query: str, matched: tuple[str, ...] | None
+) -> None:
+    """Query syntax is never interpreted: what is left are words, matched as words (a query
+    of only stop words searches them all; one with no word of two letters, by substring)."""
+    rid = mem.store("plain content about secrets and start")
+    hits = mem.recall(query, mode="keyword")
+    assert [(h.memory.id, h.explain.matched_terms) for h in hits] == (
+        [(rid, matched)] if matched else [])
+    assert [h.explain.via for h in hits] == (["like-fallback"] if query == "NEAR(a b" else
+                                             [None] * len(hits))
+    assert {h.memory.id for h in mem.recall(query)} <= {rid}  # the configured mode: no error
 
 
 # --- correction lifecycle --------------------------------------------------------------------
@@ -571,8 +597,10 @@ def test_correct_invalidates_old_and_moves_the_key(mem: Memory, clock: Clock) ->
     assert mem.get("office").id == new.id
     retired = mem.get(old)
     assert retired.valid_until == START + DAY and retired.key is None and not retired.is_valid
-    assert mem.recall("Berlin") == []
-    assert [h.memory.id for h in mem.recall("Berlin", include_invalid=True)] == [old]
+    assert mem.recall("Berlin", mode="keyword") == []
+    assert old not in {h.memory.id for h in mem.recall("The office is in Berlin")}
+    assert [h.memory.id for h in mem.recall("Berlin", include_invalid=True,
+                                            mode="keyword")] == [old]
     assert [h.memory.id for h in mem.recall("office")] == [new.id]
     assert mem.count() == 1 and mem.count(include_invalid=True) == 2
     assert [r.id for r in mem.list()] == [new.id]
@@ -689,7 +717,9 @@ def test_export_import_round_trip_is_lossless(mem: Memory, store: Store, clock: 
     assert again["links"] == first["links"]
     # and the copy is indexed: it can be recalled
     assert copy.get("theme").content == "User prefers dark mode"
-    assert [h.memory.id for h in copy.recall("dark mode")] == [mem.get("theme").id]
+    theme = mem.get("theme").id
+    assert [h.memory.id for h in copy.recall("dark mode", mode="keyword")] == [theme]
+    assert copy.recall("dark mode")[0].memory.id == theme
 
 
 def test_import_skips_existing_ids_and_keys(mem: Memory, store: Store, clock: Clock) -> None:
@@ -814,7 +844,8 @@ def check_ptrclaw_import(mem: Memory) -> None:
     strengths = link_view(mem.store_backend, mem)
     assert {s for *_, s, _o in [(lo, hi, st, o) for lo, hi, st, o in strengths]} <= {1.0}
     assert mem.count(kind="knowledge") == 3
-    assert [h.memory.key for h in mem.recall("pytest")] == ["python-testing"]
+    assert [h.memory.key for h in mem.recall("pytest", mode="keyword")] == ["python-testing"]
+    assert mem.recall("pytest")[0].memory.key == "python-testing"
 
 
 @pytest.mark.parametrize("shape", [ptrclaw_legacy, ptrclaw_object], ids=["array", "object"])
@@ -886,7 +917,8 @@ def test_persistent_backends_survive_reopen(
     assert [fields(r) for r in all_records(reopened)] == before
     assert link_view(reopened.store_backend, reopened) == links_before
     assert reopened.with_namespace("second").get("t").content == "other tenant"
-    assert [h.memory.key for h in reopened.recall("dark mode")] == ["theme"]
+    assert [h.memory.key for h in reopened.recall("dark mode", mode="keyword")] == ["theme"]
+    assert reopened.recall("dark mode")[0].memory.key == "theme"
 
 
 @pytest.mark.parametrize("shape", [ptrclaw_legacy, ptrclaw_object], ids=["array", "object"])
@@ -919,7 +951,8 @@ def test_json_backend_writes_atomically(mem: Memory, tmp_path: Path) -> None:
     mem.forget(ids[2])
     mem.recall("note")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["memory.json"]
-    entries = json.loads((tmp_path / "memory.json").read_text(encoding="utf-8"))
+    doc = json.loads((tmp_path / "memory.json").read_text(encoding="utf-8"))
+    entries = doc["entries"] if isinstance(doc, dict) else doc  # with vectors: 000's object
     assert len(entries) == 19
 
 

@@ -75,15 +75,23 @@ def test_fts_query_of_sanitized_terms_never_errors(fts_store: SQLiteStore, query
 @given(st.lists(st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"),
                         min_size=1, max_size=20), max_size=6))
 def test_fts_query_quotes_any_term(terms: list[str]) -> None:
-    """fts_query alone (not only after sanitising) yields a query FTS5 accepts."""
+    """fts_query alone (not only after sanitising) yields a query FTS5 accepts, and each term
+    is matched literally, as a phrase: the text made of the terms is found exactly when it
+    holds a word FTS5 indexes, and an unrelated text never is."""
     import apsw
 
     conn = apsw.Connection(":memory:")
     conn.execute("CREATE VIRTUAL TABLE t USING fts5(x,"
                  " tokenize='porter unicode61 remove_diacritics 2')")
-    conn.execute("INSERT INTO t VALUES ('some text')")
-    if terms:
-        conn.execute("SELECT * FROM t WHERE t MATCH ?", (fts_query(terms),)).fetchall()
+    conn.execute("CREATE VIRTUAL TABLE words USING fts5vocab(t, 'instance')")
+    conn.execute("INSERT INTO t(rowid, x) VALUES (1, 'zqxjkvw')")
+    conn.execute("INSERT INTO t(rowid, x) VALUES (2, ?)", (" ".join(terms),))
+    conn.execute("INSERT INTO t(rowid, x) VALUES (3, ?)", (terms[0] if terms else "",))
+    indexed = {doc for (doc,) in conn.execute("SELECT DISTINCT doc FROM words")}
+    if terms:  # any one term is enough (OR), so the first alone finds row 3
+        found = {r[0] for r in conn.execute("SELECT rowid FROM t WHERE t MATCH ?",
+                                            (fts_query(terms),))}
+        assert found == indexed - {1}
 
 
 TEXT = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"),

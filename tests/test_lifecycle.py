@@ -22,12 +22,17 @@ from clawmemory.lifecycle import (
     knowledge_decay,
     prune,
     prune_weight,
-    recall_archive,
 )
 from clawmemory.model import KINDS
 from clawmemory.store.base import Store
 from clawmemory.store.memory import MemoryStore
-from conftest import DAY, START, Clock, backend_params
+from conftest import DAY, EMBEDDINGS, START, Clock, backend_params
+
+
+@pytest.fixture(params=EMBEDDINGS)
+def embedding(request: pytest.FixtureRequest) -> str:
+    """Every test here runs keyword-only and with the shipped default (conftest.EMBEDDINGS)."""
+    return str(request.param)
 
 NO_EMBEDDER = EmbedderSettings(provider="none")
 
@@ -102,11 +107,12 @@ def test_hygiene_also_purges_invalidated_conversation_and_can_be_disabled(
 def test_idle_knowledge_is_purged_unless_it_wins_the_seeded_survival_roll(
     mem: Memory, clock: Clock
 ) -> None:
-    idle = [mem.store(f"idle fact number {i}", kind="fact") for i in range(40)]
+    idle = [mem.store(f"idle fact number {i}" + " kiwi" * (i == 5), kind="fact")
+            for i in range(40)]
     clock.advance(10 * DAY)
     recent = mem.store("a fact stored later", kind="fact")
     used = idle.pop(5)
-    mem.store_backend.touch(mem.namespace, [used], clock.now)  # recalled at day 10
+    assert [h.memory.id for h in mem.recall("kiwi", mode="keyword")] == [used]  # at day 10
     clock.now = START + 31 * DAY
     chance = 0.3
     replay = random.Random(1234)
@@ -161,7 +167,7 @@ def test_idle_purge_spares_protected_kinds_confirmed_invalidated_and_the_boundar
                                 knowledge_survival_chance=0.0)).counts == {
         "idle_archived": 0, "idle_survived": 0}
     corrected_new = next(r.id for r in everything(mem).values() if r.supersedes == corrected)
-    mem.store_backend.touch(mem.namespace, [corrected_new], clock.now)
+    assert [h.memory.id for h in mem.recall("new version", mode="keyword")] == [corrected_new]
     assert knowledge_decay(make(mem, knowledge_survival_chance=0.0)).counts == {
         "idle_archived": 1, "idle_survived": 0}
     assert set(everything(mem)) == keep
@@ -174,7 +180,7 @@ def test_purged_knowledge_takes_its_links_along(mem: Memory, clock: Clock) -> No
     assert mem.link(old, kept)
     clock.advance(31 * DAY)
     knowledge_decay(make(mem, knowledge_survival_chance=0.0))
-    assert mem.store_backend.links(mem.namespace, [kept]) == {kept: []}
+    assert mem.neighbors(kept) == [] and mem.stats()["links"] == 0
 
 
 # --- 004 Ebbinghaus confidence decay -------------------------------------------------------------
@@ -312,10 +318,10 @@ def test_prune_archives_the_bottom_percent_by_ranking_weight(mem: Memory, clock:
 
     assert counts["prune_archived"] == 2 and counts["live_bytes"] > 1
     assert set(live) - set(everything(mem)) == set(expected)
-    assert mem.store_backend.archive_count(mem.namespace) == 2
+    assert mem.stats()["archived"] == 2
     assert mem.count(include_invalid=True) + 2 == len(live)  # moved, never deleted
     for rid in expected:
-        (hit,) = recall_archive(mem, f"zebrafinch{ids.index(rid)}")
+        (hit,) = mem.recall(f"zebrafinch{ids.index(rid)}", archive=True)
         assert hit.memory == live[rid]  # the whole record, every field
         assert hit.explain.via == "archive"
         assert hit.explain.matched_terms == (f"zebrafinch{ids.index(rid)}",)
@@ -352,12 +358,13 @@ def test_no_prune_under_the_size_limit(mem: Memory, clock: Clock) -> None:
     counts = prune(mem).counts  # default limit: 100 MB
     assert counts["prune_archived"] == 0
     assert 0 < counts["live_bytes"] < mem.settings.lifecycle.max_size_bytes
-    assert mem.store_backend.archive_count(mem.namespace) == 0
+    assert mem.stats()["archived"] == 0
 
 
 @file_backends
 def test_archive_survives_reopening_and_restore_brings_a_memory_back(
-    mem: Memory, clock: Clock, open_store: Callable[[], Store], settings: Settings
+    mem: Memory, clock: Clock, open_store: Callable[[], Store], settings: Settings,
+    embedding: str,
 ) -> None:
     ids = seeded_pool(mem, clock)
     prune(make(mem, max_size_bytes=1, prune_percent=50))
@@ -366,43 +373,62 @@ def test_archive_survives_reopening_and_restore_brings_a_memory_back(
     mem.store_backend.close()
 
     again = Memory(open_store(), settings, clock=clock)
-    assert again.store_backend.archive_count(again.namespace) == 10
+    assert again.stats()["archived"] == 10
+    assert {e.record.id for e in again.archived()} == archived
     rid = sorted(archived)[0]
     word = f"zebrafinch{ids.index(rid)}"
-    assert [h.memory.id for h in recall_archive(again, word)] == [rid]
-    restored = lifecycle.restore(again, rid)
+    assert [h.memory.id for h in again.recall(word, archive=True)] == [rid]
+    restored = again.restore(rid)
     assert restored.id == rid
-    assert [h.memory.id for h in again.recall(word)] == [rid]
-    assert recall_archive(again, word) == []
+    assert [h.memory.id for h in again.recall(word, mode="keyword")] == [rid]
+    # with the configured mode too, by its words and (the default) by its vector again
+    back = {h.memory.id: h for h in again.recall(word, limit=50)}[rid]
+    assert set(back.explain.lists) == ({"keyword"} if embedding == "keyword"
+                                       else {"keyword", "vector"})
+    assert again.recall(word, archive=True) == []
     with pytest.raises(NotFoundError):
-        lifecycle.restore(again, rid)
+        again.restore(rid)
+
+
+def idle_out(mem: Memory, clock: Clock) -> set[str]:
+    """Archive every knowledge memory the way a user's store does: 31 days idle, then the
+    nightly idle purge (000, its survival chance 0). Returns the ids archived."""
+    clock.advance(31 * DAY)
+    before = archived(mem)
+    knowledge_decay(make(mem, knowledge_survival_chance=0.0))
+    return archived(mem) - before
 
 
 def test_restore_gives_up_a_key_taken_meanwhile(mem: Memory, clock: Clock) -> None:
     rid = mem.store("old deploy notes", key="deploy", kind="fact")
-    mem.store_backend.archive(mem.namespace, [rid], at=clock.now)
+    assert idle_out(mem, clock) == {rid}
     newer = mem.store("new deploy notes", key="deploy", kind="fact")
-    restored = lifecycle.restore(mem, rid)
+    restored = mem.restore(rid)
     assert restored.key is None
     assert mem.get("deploy").id == newer
 
 
 @pytest.mark.parametrize("query", ["", "   ", "!!!", "a b c"])
-def test_archive_recall_of_nothing_searchable_is_empty(mem: Memory, query: str) -> None:
+def test_archive_recall_of_nothing_searchable_is_empty(
+    mem: Memory, clock: Clock, query: str
+) -> None:
     rid = mem.store("the archived words", kind="fact")
-    mem.store_backend.archive(mem.namespace, [rid], at=0.0)
-    assert recall_archive(mem, query) == []
+    assert idle_out(mem, clock) == {rid}
+    assert mem.recall(query, archive=True) == []
+    assert [h.memory.id for h in mem.recall("archived words", archive=True)] == [rid]
 
 
 def test_archive_search_stays_in_its_namespace(mem: Memory, clock: Clock) -> None:
     other = mem.with_namespace("other")
     for m in (mem, other):
-        rid = m.store("shared secret word quokka", kind="fact")
-        m.store_backend.archive(m.namespace, [rid], at=clock.now)
-    assert [h.memory.namespace for h in recall_archive(mem, "quokka")] == [mem.namespace]
-    assert other.forget_namespace() == 0
-    assert recall_archive(other, "quokka") == []
-    assert len(recall_archive(mem, "quokka")) == 1
+        m.store("shared secret word quokka", kind="fact")
+    clock.advance(31 * DAY)
+    for m in (mem, other):
+        knowledge_decay(make(m, knowledge_survival_chance=0.0))
+    assert [h.memory.namespace for h in mem.recall("quokka", archive=True)] == [mem.namespace]
+    assert other.forget_namespace() == 0  # nothing live; its archive goes too
+    assert other.recall("quokka", archive=True) == [] and other.archived() == []
+    assert len(mem.recall("quokka", archive=True)) == 1
 
 
 def test_memory_backend_never_prunes() -> None:
@@ -412,6 +438,6 @@ def test_memory_backend_never_prunes() -> None:
         mem.store(f"fact {i}", kind="fact")
     assert prune(make(mem, max_size_bytes=0)).counts == {"prune_archived": 0, "live_bytes": 0}
     assert mem.count() == 5
-    rid = mem.list(limit=1)[0].id
-    assert mem.store_backend.archive(mem.namespace, [rid], at=1.0) == 1  # archive still works
-    assert [h.memory.id for h in recall_archive(mem, "fact")] == [rid]
+    live = {r.id for r in mem.list()}
+    assert idle_out(mem, clock) == live  # the idle purge still archives there
+    assert mem.count() == 0 and len(mem.recall("fact", archive=True)) == 5

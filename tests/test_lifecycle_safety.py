@@ -162,7 +162,7 @@ def test_purge_delete_is_the_explicit_hard_delete(tmp_path: Path) -> None:
     assert "idle_archived" not in run.counts
     assert live_ids(mem) == {i for i, won in zip(ids, wins, strict=True) if won}
     assert archived_ids(mem) == set()
-    assert mem.store_backend.archive_count(mem.namespace) == 0
+    assert mem.stats()["archived"] == 0
     mem.close()
 
 
@@ -431,15 +431,22 @@ def test_the_property_test_reaches_the_archive() -> None:
 def test_the_archive_lists_most_recently_archived_first_and_stats_count_it(
     mem: Memory, clock: Clock
 ) -> None:
-    a, b, c = (mem.store(f"memory {n}") for n in "abc" if clock.advance())
+    a, b, c = (mem.store(f"memory {n}") for n in ("apple", "banana", "cherry")
+               if clock.advance())
     record_b = mem.get(b)
-    mem.store_backend.archive(mem.namespace, [b], at=clock.now)
-    mem.store_backend.archive(mem.namespace, [a, c], at=clock.now + 5)
+    idle_purge = with_lifecycle(mem, knowledge_survival_chance=0.0)  # archives all idle facts
+    clock.advance(30 * DAY)
+    assert {h.memory.id for h in mem.recall("apple cherry", mode="keyword")} == {a, c}
+    clock.advance(DAY)
+    first = clock.now
+    assert lifecycle.knowledge_decay(idle_purge).counts["idle_archived"] == 1  # b: 31 days idle
+    clock.advance(30 * DAY + 5)
+    assert lifecycle.knowledge_decay(idle_purge).counts["idle_archived"] == 2  # a and c now
     listed = mem.archived()
     assert [(e.record.id, e.archived_at) for e in listed] == [
-        (c, clock.now + 5), (a, clock.now + 5), (b, clock.now)]  # ties: the newest memory first
+        (c, clock.now), (a, clock.now), (b, first)]  # ties: the newest memory first
     assert [e.record.id for e in mem.archived(limit=1, offset=1)] == [a]
-    assert listed[2].to_dict() == {**record_b.to_dict(), "archived_at": clock.now}
+    assert listed[2].to_dict() == {**record_b.to_dict(), "archived_at": first}
     assert mem.stats()["archived"] == 3 and mem.stats()["total"] == 0
     assert mem.with_namespace("other").archived() == []
     for bad in (-1, 2**62, True, "1"):

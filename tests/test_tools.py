@@ -43,20 +43,26 @@ from clawmemory.tools import (
 from clawmemory.tools.consolidator import EPISODES_PAGE_SIZE, jaccard
 from clawmemory.tools.dialects import DIALECT_ALIASES, Dispatch, ToolMap
 from clawmemory.tools.registry import _names
-from conftest import Clock
+from conftest import EMBEDDINGS, Clock, keyword_only, memory_on
+
+
+@pytest.fixture(params=EMBEDDINGS)
+def embedding(request: pytest.FixtureRequest) -> str:
+    """Every test here runs keyword-only and with the shipped default (conftest.EMBEDDINGS)."""
+    return str(request.param)
 
 # --- fixtures -----------------------------------------------------------------------------------
 
 
 @pytest.fixture
-def mem(tmp_path: Path, settings: Settings, clock: Clock) -> Iterator[Memory]:
-    store = SQLiteStore(tmp_path / "memory.db")
-    yield Memory(store, settings, clock=clock)
-    store.close()
+def mem(tmp_path: Path, settings: Settings, clock: Clock, embedder: Any) -> Iterator[Memory]:
+    made = memory_on(SQLiteStore(tmp_path / "memory.db"), settings, clock, embedder)
+    yield made
+    made.close()  # the background embedding worker first, then the store
 
 
 @pytest.fixture
-def seeded(mem: Memory, clock: Clock) -> Memory:
+def seeded(mem: Memory, clock: Clock, embedding: str) -> Memory:
     """Three linked-up memories with keys, so examples can name them without ids."""
     mem.store("Project setup uses uv and Python", key="project-setup")
     clock.advance()
@@ -69,6 +75,8 @@ def seeded(mem: Memory, clock: Clock) -> Memory:
     mem.store("Alice works on Project Apollo", key="alice-apollo", session_id="s1")
     observe(mem, "user", "Remember that Alice prefers tea", "s1")
     observe(mem, "assistant", "Noted: Alice prefers tea", "s1")
+    if embedding == "default":
+        mem.backfill()  # the turns' vectors now, not whenever the background worker gets there
     return mem
 
 
@@ -348,16 +356,28 @@ def test_ptrclaw_categories_map_to_kinds(mem: Memory, category: str, kind: str) 
     assert mem.get("k").kind == kind
 
 
-def test_ptrclaw_recall_lines_and_depth(seeded: Memory) -> None:
-    flat = ok(seeded, "ptrclaw", "memory_recall", {"query": "version"})
-    assert flat.text == "- python-version: Project uses Python 3.12 [links: project-setup]"
+def test_ptrclaw_recall_lines_and_depth(seeded: Memory, embedding: str) -> None:
+    version = "- python-version: Project uses Python 3.12 [links: project-setup]"
+    setup = "- project-setup: Project setup uses uv and Python [links: python-version]"
+    flat = ok(seeded, "ptrclaw", "memory_recall", {"query": "version"}).text.splitlines()
     deep = ok(seeded, "ptrclaw", "memory_recall", {"query": "version", "depth": 1})
-    assert deep.text.splitlines() == [
-        "- python-version: Project uses Python 3.12 [links: project-setup]",
-        "- project-setup: Project setup uses uv and Python [links: python-version]",
-    ]
-    none = ok(seeded, "ptrclaw", "memory_recall", {"query": "kubernetes"})
-    assert none.text == "No memories found."
+    none = ok(seeded, "ptrclaw", "memory_recall", {"query": "kubernetes"}).text
+    if embedding == "keyword":
+        assert flat == [version]
+        assert deep.text.splitlines() == [version, setup]
+        assert none == "No memories found."
+        return
+    # The shipped default (hybrid) fills the limit (5) with the nearest memories by meaning,
+    # after the match; depth=1 then adds the linked neighbour that did not make the cut.
+    def content(line: str) -> str:
+        return line.split(": ", 1)[1].split(" [links: ", maxsplit=1)[0]
+
+    assert flat[0] == version
+    assert {content(line) for line in flat[1:]} == {
+        "Noted: Alice prefers tea", "Remember that Alice prefers tea",
+        "Alice works on Project Apollo", "Payment API HMAC signature excludes an empty body"}
+    assert deep.text.splitlines() == [*flat, setup]
+    assert len(none.splitlines()) == 5 and version in none.splitlines()
 
 
 def test_ptrclaw_recall_category_filter(seeded: Memory) -> None:
@@ -399,14 +419,18 @@ def test_devclaw_save_maps_category_and_keywords(mem: Memory) -> None:
     assert default.data["memory"]["kind"] == "fact"
 
 
-def test_devclaw_search_and_list_lines(mem: Memory, clock: Clock) -> None:
+def test_devclaw_search_and_list_lines(mem: Memory, clock: Clock, embedding: str) -> None:
     for i, (kind, content) in enumerate([("fact", "The API uses JWT tokens"),
                                          ("preference", "User prefers dark theme"),
                                          ("event", "Deployed v2.1 on 2024-01-15")]):
         mem.store(content, kind=kind)
         clock.advance(i + 1)
     r = ok(mem, "devclaw", "memory", {"action": "search", "query": "JWT tokens"})
-    assert r.text == "- [fact] The API uses JWT tokens"
+    lines = r.text.splitlines()
+    assert lines[0] == "- [fact] The API uses JWT tokens"
+    assert set(lines[1:]) == ({"- [preference] User prefers dark theme",  # by meaning
+                               "- [event] Deployed v2.1 on 2024-01-15"}
+                              if embedding == "default" else set())
     page = ok(mem, "devclaw", "memory", {"action": "list", "limit": 2, "offset": 1})
     assert page.text.splitlines() == ["Memories 2-3 of 3:",
                                       "- [preference] User prefers dark theme",
@@ -429,6 +453,7 @@ def test_devclaw_limit_defaults_to_20_and_is_capped_at_100(mem: Memory) -> None:
                             "or equal to 100.")
 
 
+@keyword_only
 def test_devclaw_index_without_vectors_is_a_no_op(mem: Memory) -> None:
     r = ok(mem, "devclaw", "memory", {"action": "index"})
     assert r.data == {"embedded": 0, "vectors": False}
@@ -668,7 +693,6 @@ REFUSALS: list[tuple[str, str, Any, str]] = [
     ("unified", "memory_store", "not an object", "must be a JSON object"),
     ("unified", "memory_recall", {"query": "x", "limit": 0}, "Invalid argument 'limit'"),
     ("unified", "memory_recall", {"query": "x", "depth": 9}, "Invalid argument 'depth'"),
-    ("unified", "memory_recall", {"query": "x", "mode": "vector"}, "vector"),
     ("unified", "memory_update", {"id": "hmac-rule"}, "nothing to update"),
     ("unified", "memory_update", {"id": "nope", "content": "x"}, "no memory with id or key"),
     ("unified", "memory_forget", {"id": "nope"}, "memory_forget: no memory with id or key 'nope'"),
@@ -739,6 +763,19 @@ def test_refusals_are_error_results_and_write_nothing(
     assert result.data == {"error": result.text}
     assert footprint(seeded) == before
     assert pending_sessions(seeded) == pending
+
+
+def test_vector_recall_needs_vectors(seeded: Memory, embedding: str) -> None:
+    before = footprint(seeded)
+    result = call(seeded, "unified", "memory_recall", {"query": "Python", "mode": "vector"})
+    if embedding == "keyword":
+        assert result.is_error and result.text == (
+            "memory_recall: vector recall needs vectors: no embedder configured: keyword and "
+            "entity recall only.")
+        assert footprint(seeded) == before
+    else:
+        assert not result.is_error and result.data["count"] == 5
+        assert all(h["why"].startswith("vector[rank=") for h in result.data["results"])
 
 
 def test_null_arguments_mean_not_given(seeded: Memory) -> None:

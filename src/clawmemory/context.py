@@ -51,7 +51,7 @@ TOKENS_PER_WORD = 1.3  # 000/001 fallback token estimate (the estimator itself i
 LAYER_CACHE_TTL_S = ContextSettings().layer_cache_ttl_s  # LayerCache has no Memory to ask
 
 
-class TokenEstimator(Protocol):
+class TokenEstimator(Protocol):  # pragma: no mutate block (a protocol: stubs, no behaviour)
     """Counts the tokens of a text (001 ``Estimator``). Any ``str -> int`` function fits."""
 
     def __call__(self, text: str, /) -> int: ...

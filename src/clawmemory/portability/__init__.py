@@ -61,7 +61,7 @@ __all__ = [
 ]
 
 
-class Reader(Protocol):
+class Reader(Protocol):  # pragma: no mutate block (a protocol: stubs, no behaviour)
     def __call__(self, path: str | Path, *, namespace: str, now: float, max_chars: int,
                  progress: Progress | None = None) -> ParsedSnapshot: ...
 

@@ -122,7 +122,7 @@ class RunRecord:
 
 
 @runtime_checkable
-class Store(Protocol):
+class Store(Protocol):  # pragma: no mutate block (a protocol: stubs, no behaviour)
     """What every storage backend provides. All methods are scoped by namespace."""
 
     backend: str

@@ -12,7 +12,7 @@ if TYPE_CHECKING:  # numpy loads on first vector use, not at import
 __all__ = ["VectorStore"]
 
 
-class VectorStore(Protocol):
+class VectorStore(Protocol):  # pragma: no mutate block (a protocol: stubs, no behaviour)
     def bind(self, model: str, dimension: int) -> str | None:
         """Lock the store to this embedding model and dimension on first use. Returns None when
         the vectors are usable, or a warning explaining why vector search is disabled (the

@@ -61,19 +61,16 @@ def linked(mem: Memory, clock: Clock) -> Memory:
     return mem
 
 
-# With the shipped default (hybrid recall) every memory is similar to the message to some
-# degree, so the one with no word of it is recalled directly, not only as a neighbour.
-PROJECT_RUNTIME = {
-    "keyword": "- project-runtime: Current project runs 3.12\n",
-    "default": "- project-runtime: Current project runs 3.12 [links: user-prefers-python]\n",
-}
+# Reached through its link only: with the default model too, the relevance floor (ADR 0011)
+# drops a memory that only resembles the message (no word in common) from the direct hits.
+PROJECT_RUNTIME = "- project-runtime: Current project runs 3.12\n"
 
 
 def test_enrich_block_is_the_specification_example(linked: Memory, embedding: str) -> None:
     assert ptrclaw_enrich(linked, MESSAGE, recall_limit=5, enrich_depth=1) == (
         "[Memory context]\n"
         "- user-prefers-python: Prefers Python for scripting [links: project-runtime]\n"
-        + PROJECT_RUNTIME[embedding] +
+        + PROJECT_RUNTIME +
         "[/Memory context]\n"
         "\n" + MESSAGE
     )
@@ -83,7 +80,6 @@ def test_enrich_depth_0_is_flat(linked: Memory, embedding: str) -> None:
     assert ptrclaw_enrich(linked, MESSAGE, recall_limit=5, enrich_depth=0) == (
         "[Memory context]\n"
         "- user-prefers-python: Prefers Python for scripting [links: project-runtime]\n"
-        + ("" if embedding == "keyword" else PROJECT_RUNTIME[embedding]) +
         "[/Memory context]\n\n" + MESSAGE
     )
 
@@ -91,16 +87,8 @@ def test_enrich_depth_0_is_flat(linked: Memory, embedding: str) -> None:
 def test_enrich_without_a_match_or_memory_leaves_the_message_alone(
     linked: Memory, embedding: str
 ) -> None:
-    enriched = ptrclaw_enrich(linked, "kubernetes cluster")
-    if embedding == "keyword":
-        assert enriched == "kubernetes cluster"
-    else:  # no word matches, but the nearest memories by meaning are still recalled
-        head, body, tail = enriched.partition("[/Memory context]\n\n")
-        assert tail == "kubernetes cluster" and body
-        assert sorted(head.splitlines()) == [
-            "- project-runtime: Current project runs 3.12 [links: user-prefers-python]",
-            "- user-prefers-python: Prefers Python for scripting [links: project-runtime]",
-            "[Memory context]"]
+    # with the default model as without one: nothing relevant (the floor), nothing added
+    assert ptrclaw_enrich(linked, "kubernetes cluster") == "kubernetes cluster"
     assert ptrclaw_enrich(None, MESSAGE) == MESSAGE
     assert ptrclaw_enrich(linked, "   ") == "   "
 
@@ -200,8 +188,7 @@ def test_relevant_memory_block_format(mem: Memory, clock: Clock) -> None:
 def test_relevant_memory_block_none_when_nothing(mem: Memory, embedding: str) -> None:
     assert relevant_memory_block(mem, "anything") is None
     mem.store("User prefers dark mode")
-    assert relevant_memory_block(mem, "kubernetes") == {  # the default recalls by meaning
-        "keyword": None, "default": "## Relevant Memory\n\n- User prefers dark mode"}[embedding]
+    assert relevant_memory_block(mem, "kubernetes") is None  # unrelated: below the floor
     assert relevant_memory_block(None, "dark") is None
     assert relevant_memory_block(mem, "dark", max_facts=0) is None
 
@@ -224,7 +211,7 @@ def test_devclaw_layer_format(mem: Memory, clock: Clock, embedding: str) -> None
     mem.store("The API uses JWT tokens with 24h expiration", kind="fact")
     block = "## Relevant Memories\n\n- [fact] The API uses JWT tokens with 24h expiration\n"
     assert devclaw_layer(mem, "JWT expiration") == block
-    assert devclaw_layer(mem, "kubernetes") == ("" if embedding == "keyword" else block)
+    assert devclaw_layer(mem, "kubernetes") == ""  # unrelated: below the floor
     assert devclaw_layer(mem, "") == ""
 
 
@@ -392,6 +379,5 @@ def test_sandbox_context_parts_and_absence(mem: Memory, embedding: str) -> None:
     assert sandbox_context(mem, "tea", "s1") == "## Relevant memory\n- Alice prefers tea"
     assert sandbox_context(mem, "tea", "s0") == ""
     mem.store("Sleep matters", kind="reflection")
-    by_meaning = "" if embedding == "keyword" else "## Relevant memory\n- Alice prefers tea\n\n"
-    assert sandbox_context(mem, "kubernetes", "s1") == by_meaning + (
+    assert sandbox_context(mem, "kubernetes", "s1") == (  # unrelated: below the floor
         "## Weekly insight\nSleep matters")

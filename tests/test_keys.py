@@ -86,8 +86,8 @@ def test_backends_that_cannot_keep_keys_refuse_clearly(cli: Any, tmp_path: Path,
                  "--namespace", "a")
     assert result.exit_code == 2
     assert result.stderr == (f"error: the {backend} backend cannot keep API keys; use the"
-                             " sqlite backend for a server that other machines reach (without"
-                             " keys a server listens on loopback only)\n")
+                             " sqlite or postgres backend for a server that other machines"
+                             " reach (without keys a server listens on loopback only)\n")
     with Memory.open(tmp_path / "m.json", backend=backend) as mem, pytest.raises(ConfigError):
         key_store_for(mem.store_backend)
 

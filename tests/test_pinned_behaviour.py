@@ -43,8 +43,10 @@ def test_recency_loses_1_percent_a_day_since_the_last_access(mem: Memory, clock:
     rid = mem.store("kayak trip")
     clock.advance(10 * DAY)  # never recalled: counted from creation
     assert by_id(mem, "kayak")[rid].explain.factors["recency"] == pytest.approx(1 / 1.1, rel=1e-12)
+    mem.flush()  # the access tracker writes the recall's access now, not touch_delay_s later
     clock.advance(20 * DAY)  # the recall above was the last access, 20 days ago
     assert by_id(mem, "kayak")[rid].explain.factors["recency"] == pytest.approx(1 / 1.2, rel=1e-12)
+    mem.flush()
     assert by_id(mem, "kayak")[rid].explain.factors["recency"] == 1.0  # just accessed
 
 

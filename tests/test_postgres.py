@@ -22,6 +22,7 @@ import psycopg
 import pytest
 
 from clawmemory import Memory, Settings
+from clawmemory.auth import Keys, key_store_for
 from clawmemory.errors import ConfigError, NotFoundError, StorageError
 from clawmemory.history import History
 from clawmemory.ingest import register_session
@@ -114,7 +115,7 @@ def test_memory_open_takes_a_postgresql_address(url: str) -> None:
         assert [h.memory.id for h in mem.recall("kayak")] == [rid]
 
 
-@pytest.mark.parametrize("address", ["mysql://user@host/db", "https://example.com/memory",
+@pytest.mark.parametrize("address", ["mysql://user@host/db", "ftp://example.com/memory",
                                      "sqlite://memory.db", "redis://localhost:6379/0"])
 def test_an_address_no_backend_can_use_is_an_error_and_creates_nothing(
         address: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -131,7 +132,8 @@ def test_an_address_no_backend_can_use_is_an_error_and_creates_nothing(
         assert done.returncode == 2
         assert done.stderr.splitlines() == [
             f"error: invalid setting db: {scheme}:// addresses are not supported; give a file"
-            " path or a postgresql:// address"]
+            " path or a postgresql:// address (a clawmemory server's http(s):// address goes"
+            " to --url or Memory.open)"]
     assert list(tmp_path.iterdir()) == []  # no folder named after it, nor a home
 
 
@@ -256,7 +258,8 @@ def test_migrations_are_recorded_once_and_a_foreign_schema_is_refused(
         PostgresStore(url).close()
     with psycopg.connect(url) as conn:
         versions = conn.execute("SELECT version, description FROM schema_version ORDER BY 1")
-        assert versions.fetchall() == [(1, "001_initial.sql"), (2, "002_tenant_policies.sql")]
+        assert versions.fetchall() == [(1, "001_initial.sql"), (2, "002_tenant_policies.sql"),
+                                       (3, "003_event_time_index.sql"), (4, "004_api_keys.sql")]
     other = postgres_url(request, tmp_path / "other")
     with psycopg.connect(other, autocommit=True) as conn:
         conn.execute("CREATE TABLE invoices (id int)")
@@ -368,6 +371,11 @@ def test_clawmem_copy_moves_everything_to_postgresql_and_back(
         fill(mem, words, clock)
         mems[ns] = snapshot(mem)
         mem.close()
+    with Memory.open(source, settings=Settings(embedder={"provider": "none"})) as mem:
+        keys = Keys(key_store_for(mem.store_backend))
+        kept, secret = keys.create(["tenant-b"], "read", label="b's agent")
+        gone, revoked = keys.create(["default"], "admin")
+        keys.revoke(gone.id)
     env = {**os.environ, "CLAWMEM_HOME": str(tmp_path / "home")}
     back = tmp_path / "back.db"
     for a, b in ((str(source), url), (url, str(back))):
@@ -381,6 +389,13 @@ def test_clawmem_copy_moves_everything_to_postgresql_and_back(
         for ns, expected in mems.items():
             with Memory.open(where, namespace=ns, clock=clock, embedder=HashEmbedder()) as mem:
                 assert snapshot(mem) == expected, (where, ns)
+        with Memory.open(where, embedder=HashEmbedder()) as mem:
+            copied = Keys(key_store_for(mem.store_backend))
+            assert [(k.id, k.role.value, k.namespaces, k.label, k.revoked_at is None)
+                    for k in copied.list()] == [
+                (kept.id, "read", ("tenant-b",), "b's agent", True),
+                (gone.id, "admin", ("default",), None, False)]
+            assert copied.verify(secret) is not None and copied.verify(revoked) is None
     again = subprocess.run([*CLAWMEM, "copy", "--from", str(source), "--to", url],
                            check=False, capture_output=True, text=True, timeout=300, env=env)
     assert again.returncode == 2
@@ -492,7 +507,7 @@ def test_two_serve_replicas_on_one_database_see_each_others_writes(
             for mode in ("keyword", "vector", "hybrid"):
                 found = text(await one.call_tool("memory_recall", {
                     "query": "red kayak paddle", "mode": mode, "limit": 5}))
-                assert "kayak" not in found, (mode, found)
+                assert facts[1][1] not in found and "key: kayak" not in found, (mode, found)
 
     with served(tmp_path, "127.0.0.1", "127.0.0.1", db=url,
                 env={"CLAWMEM_EMBEDDER__PROVIDER": "local"}) as urls:
@@ -537,3 +552,23 @@ def test_another_embedder_disables_vectors_until_reindex(
         assert store._query("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE"
                             " attrelid = 'vec_memories'::regclass AND attname = 'embedding'"
                             ) == [("vector(8)",)]
+
+
+def test_api_keys_live_in_postgresql_so_every_replica_checks_the_same_keys(url: str) -> None:
+    import httpx
+
+    from rest_server import serving
+
+    quiet = Settings(embedder={"provider": "none"})
+    with Memory.open(url, settings=quiet) as one, Memory.open(url, settings=quiet) as two:
+        one.with_namespace("alice").store("Alice likes tea", key="drink")
+        with serving(one) as first, serving(two) as second:
+            assert httpx.get(f"{second}/v1/stats").status_code == 200  # no key yet: loopback
+            record, key = Keys(key_store_for(one.store_backend)).create(["alice"], "read")
+            auth = {"Authorization": f"Bearer {key}"}
+            for base in (first, second):
+                assert httpx.get(f"{base}/v1/stats").status_code == 401
+                got = httpx.get(f"{base}/v1/memories/drink", headers=auth)
+                assert got.json()["content"] == "Alice likes tea"
+            Keys(key_store_for(two.store_backend)).revoke(record.id)
+            assert httpx.get(f"{first}/v1/stats", headers=auth).status_code == 401

@@ -480,6 +480,10 @@ class ServerSettings(Section):
         return values
 
 
+# A server's address belongs to the remote client, not to a storage setting.
+_SERVER_HINT = " (a clawmemory server's http(s):// address goes to --url or Memory.open)"
+
+
 class Settings(BaseSettings):
     """All settings. Construct with keyword arguments to override anything in code; invalid or
     unknown values raise ``ConfigError``."""
@@ -532,7 +536,7 @@ class Settings(BaseSettings):
         if URL_SCHEME.match(value):
             if not value.lower().startswith(("postgresql://", "postgres://")):
                 raise ValueError(f"{value.split('://')[0]}:// addresses are not supported; give"
-                                 " a file path or a postgresql:// address")
+                                 " a file path or a postgresql:// address" + _SERVER_HINT)
             return value
         return Path(value)
 

@@ -91,8 +91,8 @@ def key_store_for(store: Any) -> KeyStore:
     if make is None:
         raise ConfigError(
             f"the {getattr(store, 'backend', '?')} backend cannot keep API keys; use the"
-            " sqlite backend for a server that other machines reach (without keys a server"
-            " listens on loopback only)")
+            " sqlite or postgres backend for a server that other machines reach (without keys"
+            " a server listens on loopback only)")
     ks: KeyStore = make()
     return ks
 

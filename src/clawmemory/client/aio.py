@@ -109,6 +109,7 @@ class AsyncMemory:
     import_snapshot = _in_thread(Memory.import_snapshot)
     import_records = _in_thread(Memory.import_records)
     warm_up = _in_thread(Memory.warm_up)
+    flush = _in_thread(Memory.flush)
 
 
 ASYNC_METHODS = tuple(n for n, v in vars(AsyncMemory).items()

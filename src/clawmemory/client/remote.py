@@ -152,6 +152,10 @@ class RemoteMemory(Memory):
         if self._owned:
             self._http.close()
 
+    def flush(self) -> None:
+        """Nothing to write from here: the server records what its recalls accessed, and its
+        own ``flush`` runs when it stops."""
+
     # --- writing -----------------------------------------------------------------------------
     def store(
         self,

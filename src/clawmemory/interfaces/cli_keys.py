@@ -1,6 +1,6 @@
 """``clawmem keys``: create, list and revoke the API keys of ``clawmem serve`` (ADR 0016).
 
-Keys live in the database file (the sqlite backend), so a running server sees a new or revoked
+Keys live in the database (sqlite or postgres backend), so a running server sees a new or revoked
 key on its next request. Once any key exists, every request to the server needs one::
 
     clawmem keys create --namespace alice --role write --label "alice's agent"

@@ -445,6 +445,13 @@ class PostgresStore(SearchMixin, LifecycleMixin):
                 # without waiting for autovacuum to notice the load.
                 conn.execute("ANALYZE memories, vec_memories")
 
+    def key_store(self) -> Any:
+        """API keys live in this database (``clawmemory.auth``, PostgreSQL migration 004), so
+        every replica of a service checks the same keys."""
+        from clawmemory.auth.postgres import PostgresKeyStore
+
+        return PostgresKeyStore(self)
+
     def bind_tenant_role(self, role: str, namespace: str) -> None:
         """Let the PostgreSQL role ``role`` see (only) ``namespace``'s rows: the row-level
         security policies of migration 002 (the role also needs table privileges)."""

@@ -107,6 +107,7 @@ def copy_store(src: Store, dst: Store, progress: Progress | None = None) -> dict
         if vectors is not None:
             _copy_vectors(src, dst, vectors, ns)
         _copy_queue(src, dst, ns)
+    _copy_keys(src, dst)
     report = {}
     for ns in spaces:
         before, after = counts(src, ns), counts(dst, ns)
@@ -117,6 +118,18 @@ def copy_store(src: Store, dst: Store, progress: Progress | None = None) -> dict
                                     " destination")
         report[ns] = after
     return report
+
+
+def _copy_keys(src: Store, dst: Store) -> None:
+    """The service's API keys (digests, roles, namespaces, revocations): a copied store keeps
+    answering the same clients, and a revoked key stays revoked."""
+    from clawmemory.auth.keys import key_store_for
+
+    have, into = key_store_for(src), key_store_for(dst)
+    for key in have.all():
+        found = have.find(key.id)
+        if found is not None and into.find(key.id) is None:
+            into.add(found[0], found[1])
 
 
 def _pages(src: Store, ns: str) -> Iterator[list[Any]]:

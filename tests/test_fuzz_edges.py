@@ -144,6 +144,7 @@ def checksum(mem: Memory) -> str:
 def _api_property(mem: Memory, call: tuple[str, list[Any], dict[str, Any]]) -> None:
     name, args, kwargs = call
     other = mem.with_namespace("other")
+    mem.flush()  # access counts of earlier recalls: written now (see _tool_property)
     before, theirs = checksum(mem), checksum(other)
     try:
         getattr(mem, name)(*args, **kwargs)
@@ -217,6 +218,9 @@ def tool_calls(draw: st.DrawFn) -> tuple[str, str, Any]:
 def _tool_property(mem: Memory, call: tuple[str, str, Any]) -> None:
     dialect, name, args = call
     other = mem.with_namespace("other")
+    # An earlier call's recall writes its access counts touch_delay_s later, in the background:
+    # written now, so the checksums below see only this call.
+    mem.flush()
     before, theirs = checksum(mem), checksum(other)
     result = call_tool(mem, name, args, dialect=dialect)  # never raises
     assert isinstance(result.text, str) and result.text

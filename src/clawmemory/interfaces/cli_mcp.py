@@ -34,7 +34,7 @@ import typer
 from clawmemory.config import ServerSettings
 from clawmemory.errors import ConfigError, InvalidInputError
 from clawmemory.interfaces.cli import _emit, _globals, _guarded, _open
-from clawmemory.tools.dialects import DEFAULT_DIALECT, DIALECT_ALIASES, DIALECTS, resolve_dialect
+from clawmemory.tools.dialects import DEFAULT_DIALECT, DIALECTS, resolve_dialect
 
 __all__ = ["COMMANDS", "DEFAULT_HOST", "DEFAULT_PORT", "register"]
 
@@ -43,8 +43,9 @@ log = logging.getLogger("clawmemory.mcp")
 COMMANDS = ("mcp", "serve")
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
-_DIALECT_HELP = (f"Tool dialect: {', '.join(DIALECTS)}, or a spec number "
-                 f"({', '.join(DIALECT_ALIASES)}). See docs/tools.md.")
+_DIALECT_HELP = (f"Tool dialect: {', '.join(DIALECTS)}: unified (the default) is clawmemory's"
+                 " own tool set, the others keep another agent's tool names. See"
+                 " docs/tools.md.")
 
 DialectOpt = Annotated[str, typer.Option("--dialect", "-d", metavar="NAME", help=_DIALECT_HELP)]
 
@@ -176,8 +177,8 @@ def _dialect(name: str) -> str:
     try:
         return resolve_dialect(name)
     except KeyError:
-        raise InvalidInputError(f"unknown --dialect {name!r}; known: {', '.join(DIALECTS)} "
-                                f"(or {', '.join(DIALECT_ALIASES)})") from None
+        raise InvalidInputError(f"unknown --dialect {name!r}; known: {', '.join(DIALECTS)}"
+                                ) from None
 
 
 def _require_sdk(*, http: bool = False) -> None:

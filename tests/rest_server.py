@@ -28,7 +28,8 @@ def serving(mem: Memory, *, loopback: bool = True, settings: ServerSettings | No
     sock = listen("127.0.0.1", 0)
     port = int(sock.getsockname()[1])
     app = build_app(Service(mem, keys, settings or mem.settings.server, loopback),
-                    host="127.0.0.1", port=port, mcp_server=build_server(mem, dialect))
+                    host="127.0.0.1", port=port,
+                    mcp_server=build_server(mem, dialect, all_tools=True))  # every tool probed
     config = uvicorn.Config(app, log_level="warning", lifespan="on",
                             timeout_graceful_shutdown=2)
     server = uvicorn.Server(config)

@@ -140,7 +140,7 @@ def mcp_listed_tools(dialect: str, where: Path) -> list[str]:
     """What an MCP client of this dialect is offered, asked of the real server in-process."""
     settings = Settings(embedder=EmbedderSettings(provider="none"))
     with Memory.open(where / f"{dialect}.db", settings=settings) as mem:
-        server = build_server(mem, dialect)
+        server = build_server(mem, dialect, all_tools=True)  # every tool a client may get
 
         async def listed() -> list[str]:
             async with Client(server) as client:

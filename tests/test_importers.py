@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from clawmemory import ImportFormatError, Memory, Settings
 from clawmemory.engine_io import ALREADY_PRESENT
 from clawmemory.interfaces.cli_portability import register
-from clawmemory.portability import SOURCES, read_source
+from clawmemory.portability import SOURCE_ALIASES, SOURCES, read_source
 from clawmemory.store.sqlite import SQLiteStore
 
 START = 1_700_000_000.0  # the conftest clock's "now"
@@ -436,7 +436,7 @@ def test_importing_twice_adds_nothing_the_second_time(mem: Memory, tmp_path: Pat
 
 
 def test_every_new_source_is_registered() -> None:
-    assert set(BUILDERS) <= set(SOURCES)
+    assert set(BUILDERS) <= set(SOURCES) | set(SOURCE_ALIASES)
 
 
 def test_a_message_too_long_is_skipped_with_the_limit_named(tmp_path: Path,

@@ -33,6 +33,7 @@ from typer.testing import CliRunner
 from clawmemory import Memory, Settings
 from clawmemory.config import EmbedderSettings
 from clawmemory.interfaces.mcp import build_server
+from clawmemory.interfaces.mcp_surface import offered, user_schema
 from clawmemory.tools import dialect_names, tools_for
 
 T = TypeVar("T")
@@ -149,11 +150,13 @@ def _reap(proc: subprocess.Popen[bytes]) -> int | None:
         return None
 
 
-def assert_lists_registry(listed: Sequence[types.Tool], dialect: str) -> None:
-    expected = tools_for(dialect)
+def assert_lists_registry(listed: Sequence[types.Tool], dialect: str,
+                          all_tools: bool = False) -> None:
+    # the default dialect offers its core set unless --all-tools (ADR 0019, test_mcp_surface)
+    expected = offered(tools_for(dialect), dialect, all_tools)
     assert [t.name for t in listed] == [t.name for t in expected]
     for got, want in zip(listed, expected, strict=True):
-        assert got.input_schema == dict(want.input_schema), got.name
+        assert got.input_schema == user_schema(want, dialect), got.name
         assert got.description == want.description, got.name
         assert got.annotations is not None
         assert got.annotations.read_only_hint is (not want.writes), got.name
@@ -245,10 +248,10 @@ def test_stdio_serves_the_unified_tools_and_refuses_bad_calls(tmp_path: Path) ->
     db = tmp_path / "stdio.db"
 
     async def scenario() -> None:
-        async with Client(stdio(db), read_timeout_seconds=120) as client:
+        async with Client(stdio(db, "--all-tools"), read_timeout_seconds=120) as client:
             assert client.server_info is not None
             assert client.server_info.name == "clawmemory"
-            assert_lists_registry((await client.list_tools()).tools, "unified")
+            assert_lists_registry((await client.list_tools()).tools, "unified", all_tools=True)
             await _round_trip(client, db)
             before = count(db)  # a second process reads the file the server writes
             await _bad_arguments(client)

@@ -24,14 +24,16 @@ from typer.testing import CliRunner
 
 from clawmemory import ImportFormatError, Memory, MemoryRecord, Settings
 from clawmemory.config import EmbedderSettings
-from clawmemory.interfaces.cli_portability import ImportSource, register
+from clawmemory.interfaces.cli_portability import register
 from clawmemory.portability import (
+    SOURCE_ALIASES,
     SOURCES,
     MarkdownMirror,
     export_markdown,
     mirror_all,
     read_devclaw_md,
     read_source,
+    source_format,
 )
 from clawmemory.store.sqlite import SQLiteStore
 
@@ -301,8 +303,12 @@ def by_content(mem: Memory) -> dict[str, MemoryRecord]:
 
 # --- the registry --------------------------------------------------------------------------------
 def test_registry_names_every_format_and_the_cli_offers_them() -> None:
-    assert {"ptrclaw-json", "devclaw-md", "openclaw", "sclaw-db", "sandbox-db"} <= set(SOURCES)
-    assert {s.value for s in ImportSource} == set(SOURCES)
+    assert list(SOURCES) == ["json", "ptrclaw", "devclaw", "openclaw", "sclaw", "sandbox",
+                             "koshi", "mem0", "chatgpt", "claude"]
+    # the names of earlier releases still read exactly as before
+    for old in ("ptrclaw-json", "ptrclaw-sqlite", "devclaw-md", "devclaw-db", "sclaw-db",
+                "sandbox-db"):
+        assert source_format(old).name == old and old in SOURCE_ALIASES
     with pytest.raises(Exception, match="unknown import format"):
         read_source("nope", ".", namespace="n", now=0, max_chars=10)
     with pytest.raises(Exception, match="does not take include_messages"):
@@ -741,7 +747,7 @@ def test_cli_import_options_and_errors(cli: Callable[..., Any], tmp_path: Path) 
     assert json.loads(result.stdout)["created"] == 4
     wrong = cli("--db", db, "import", build_openclaw(tmp_path), "--from", "openclaw",
                 "--no-messages")
-    assert wrong.exit_code == 2 and "only apply to --from sclaw-db" in wrong.stderr
+    assert wrong.exit_code == 2 and "only apply to --from sclaw" in wrong.stderr
     bad = _write_bytes(tmp_path / "bad" / "memory" / "2024-01-16.md", b"- a\n- caf\xe9\n")
     failed = cli("--db", db, "import", bad.parent.parent, "--from", "openclaw")
     assert failed.exit_code == 2

@@ -30,10 +30,12 @@ STATS = "6 memories (episode: 2, fact: 4); latest recorded 2023-11-14 22:13:23 U
 ANSWERS = [  # one per EXAMPLES entry, in order
     "Stored memory [id:{new}] [fact] The CI runs on Fridays (key: ci; tags: ci); linked to "
     "project-setup",
-    "- [id:{python-version}] [fact] Project uses Python 3.12 (key: python-version; tags: python)\n"
+    "- [id:{python-version}] [fact] Project uses Python 3.12 (key: python-version; tags: python;"
+    " relevance: 1.01)\n"
     "  why: matched python; keyword[rank=1 bm25=1.014]; reinforcement×1; recency×1; "
     "confidence×1; = 1.014\n"
-    "- [id:{project-setup}] [fact] Project setup uses uv and Python (key: project-setup)\n"
+    "- [id:{project-setup}] [fact] Project setup uses uv and Python (key: project-setup;"
+    " relevance: 0.578)\n"
     "  why: matched python; keyword[rank=2 bm25=0.5775]; reinforcement×1; recency×1; "
     "confidence×1; = 0.5775",
     "[id:{python-version}] [fact] Project uses Python 3.12 (key: python-version; tags: python)",

@@ -45,6 +45,7 @@ from clawmemory.errors import (
     InvalidInputError,
     NotFoundError,
 )
+from clawmemory.interfaces.cli_argv import GlobalOptionsGroup
 from clawmemory.interfaces.cli_time import (
     AsOfOpt,
     CreatedSinceOpt,
@@ -89,10 +90,12 @@ P = ParamSpec("P")
 app = typer.Typer(
     name="clawmem",
     help="clawmemory: local-first long-term memory for LLM agents.\n\n"
-    "Global options go before the command. Environment: CLAWMEM_DB, CLAWMEM_NAMESPACE,"
+    "Global options (--db, --namespace, --backend, --json, --url, --api-key) go before or"
+    " after the command. Environment: CLAWMEM_DB, CLAWMEM_NAMESPACE,"
     " CLAWMEM_BACKEND, CLAWMEM_URL, CLAWMEM_API_KEY, CLAWMEM_CONFIG, CLAWMEM_HOME,"
     " CLAWMEM_DEBUG.\n\n"
-    "Example: clawmem --db agent.db --json recall \"dark theme\"",
+    "Example: clawmem recall \"dark theme\" --db agent.db --json",
+    cls=GlobalOptionsGroup,
     add_completion=False,
     pretty_exceptions_enable=False,
     invoke_without_command=True,
@@ -102,7 +105,7 @@ app = typer.Typer(
 
 @dataclass(frozen=True)
 class _Globals:
-    """The options given before the command."""
+    """The global options (given before or after the command)."""
 
     db: str | None = None  # a file path or a postgresql:// address
     namespace: str | None = None

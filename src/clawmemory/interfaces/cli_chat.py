@@ -39,8 +39,8 @@ NO_LLM = ("clawmem chat needs a language model: set [llm] provider and model in 
           " (or CLAWMEM_LLM__PROVIDER=openai CLAWMEM_LLM__BASE_URL=http://localhost:11434/v1"
           " CLAWMEM_LLM__MODEL=llama3.2 for a local Ollama); see docs/agent.md")
 HELP = """\
-/start         first interaction: create the agent's identity unless it has one (000)
-/hatch         create the agent's identity in a short conversation (000 soul hatching)
+/start         first interaction: create the agent's identity unless it has one
+/hatch         create the agent's identity in a short conversation (hatching)
 /session [ID]  show the session, or end it and switch to session ID (the old one is
                summarised and consolidated into facts)
 /help          this list
@@ -86,7 +86,7 @@ def chat_cmd(
         "--session", "-s", help="The conversation: its history, and the session whose"
         " episodes are consolidated when another session starts.")] = "default",
     hatch: Annotated[bool, typer.Option(
-        "--hatch", help="Hatching (000): this message (or the loop, until the soul is"
+        "--hatch", help="Hatching: this message (or the loop, until the soul is"
                         " written) builds the agent's identity.")] = False,
 ) -> None:
     """Chat with the reference agent: memory enrichment, memory tools, synthesis, compaction.

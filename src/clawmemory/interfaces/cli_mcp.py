@@ -34,7 +34,7 @@ import typer
 from clawmemory.config import ServerSettings
 from clawmemory.errors import ConfigError, InvalidInputError
 from clawmemory.interfaces.cli import _emit, _globals, _guarded, _open
-from clawmemory.tools.dialects import DEFAULT_DIALECT, DIALECT_ALIASES, DIALECTS, resolve_dialect
+from clawmemory.tools.dialects import DEFAULT_DIALECT, DIALECTS, resolve_dialect
 
 __all__ = ["COMMANDS", "DEFAULT_HOST", "DEFAULT_PORT", "register"]
 
@@ -43,10 +43,14 @@ log = logging.getLogger("clawmemory.mcp")
 COMMANDS = ("mcp", "serve")
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
-_DIALECT_HELP = (f"Tool dialect: {', '.join(DIALECTS)}, or a spec number "
-                 f"({', '.join(DIALECT_ALIASES)}). See docs/tools.md.")
+_DIALECT_HELP = (f"Tool dialect: {', '.join(DIALECTS)}: unified (the default) is clawmemory's"
+                 " own tool set, the others keep another agent's tool names. See"
+                 " docs/tools.md.")
 
 DialectOpt = Annotated[str, typer.Option("--dialect", "-d", metavar="NAME", help=_DIALECT_HELP)]
+AllToolsOpt = Annotated[bool, typer.Option(
+    "--all-tools", help="unified only: offer every tool (feedback, links, entities, stats, the"
+    " admin tool memory_index), not just recall, store, update, correct, forget and list.")]
 
 
 def register(app: typer.Typer) -> None:
@@ -58,7 +62,8 @@ def register(app: typer.Typer) -> None:
 
 
 # --- commands ------------------------------------------------------------------------------------
-def mcp_cmd(ctx: typer.Context, dialect: DialectOpt = DEFAULT_DIALECT) -> None:
+def mcp_cmd(ctx: typer.Context, dialect: DialectOpt = DEFAULT_DIALECT,
+            all_tools: AllToolsOpt = False) -> None:
     """Serve memory to one MCP client over stdio (Claude Desktop, Claude Code, Cursor).
 
     The client starts this command; stdout carries the protocol and logs go to stderr.
@@ -71,7 +76,7 @@ def mcp_cmd(ctx: typer.Context, dialect: DialectOpt = DEFAULT_DIALECT) -> None:
     from clawmemory.interfaces.mcp import build_server, serve_stdio
 
     with _open(ctx, local=True) as mem, _stop_on_sigterm():
-        server = build_server(mem, key)
+        server = build_server(mem, key, all_tools=all_tools)
         log.info("serving MCP on stdio: dialect %s, namespace %s, database %s; %s", key,
                  mem.namespace, mem.settings.db_label(), mem.components.warm_note)
         serve_stdio(server)
@@ -93,6 +98,7 @@ def serve_cmd(
         "a reverse proxy forwards or the machine's name; repeatable. Adds to [server]"
         " allowed_hosts.")] = None,
     dialect: DialectOpt = DEFAULT_DIALECT,
+    all_tools: AllToolsOpt = False,
 ) -> None:
     """Serve memory over HTTP: MCP at /mcp, the REST API at /v1, the web inspector at /.
 
@@ -119,7 +125,7 @@ def serve_cmd(
             _refuse_unless_keys(ctx, host, keys)
         cfg = mem.settings.server
         cfg = cfg.model_copy(update={"allowed_hosts": [*cfg.allowed_hosts, *extra]})
-        server = build_server(mem, key)
+        server = build_server(mem, key, all_tools=all_tools)
         sock = listen(host, port)
         try:
             bound = int(sock.getsockname()[1])
@@ -176,8 +182,8 @@ def _dialect(name: str) -> str:
     try:
         return resolve_dialect(name)
     except KeyError:
-        raise InvalidInputError(f"unknown --dialect {name!r}; known: {', '.join(DIALECTS)} "
-                                f"(or {', '.join(DIALECT_ALIASES)})") from None
+        raise InvalidInputError(f"unknown --dialect {name!r}; known: {', '.join(DIALECTS)}"
+                                ) from None
 
 
 def _require_sdk(*, http: bool = False) -> None:

@@ -7,7 +7,7 @@ before, and built from ``cli.py``'s own helpers (global options, ``_open``, ``_e
     clawmem export --format json --out backup.json
     clawmem export --format markdown --out notes/
     clawmem import ~/openclaw --from openclaw --dry-run
-    clawmem --json import agent/memory.db --from sclaw-db --no-messages
+    clawmem --json import agent/memory.db --from sclaw --no-messages
 
 The whole source is read and checked first, then written in one transaction. A source that is
 not the format exits 2 with ``error: FILE:LINE: ...`` or ``error: FILE: table T, row N ...``
@@ -30,7 +30,13 @@ import typer
 from clawmemory import private
 from clawmemory.errors import InvalidInputError, StorageError
 from clawmemory.interfaces.cli import _emit, _globals, _guarded, _line, _open, _read_source
-from clawmemory.portability import SOURCES, export_markdown, read_source
+from clawmemory.portability import (
+    SOURCE_ALIASES,
+    SOURCES,
+    export_markdown,
+    read_source,
+    source_format,
+)
 
 if TYPE_CHECKING:
     from rich.progress import Progress as RichProgress
@@ -39,7 +45,7 @@ if TYPE_CHECKING:
     from clawmemory.engine import Memory
     from clawmemory.engine_io import ImportReport
 
-__all__ = ["ExportFormat", "ImportSource", "register"]
+__all__ = ["ExportFormat", "register"]
 
 COMMANDS = ("export", "import", "copy")
 
@@ -49,25 +55,19 @@ class ExportFormat(StrEnum):
     MARKDOWN = "markdown"
 
 
-class ImportSource(StrEnum):
-    """The ``--from`` names: the keys of ``clawmemory.portability.SOURCES``."""
-
-    PTRCLAW_JSON = "ptrclaw-json"
-    PTRCLAW_SQLITE = "ptrclaw-sqlite"
-    DEVCLAW_MD = "devclaw-md"
-    DEVCLAW_DB = "devclaw-db"
-    OPENCLAW = "openclaw"
-    SCLAW_DB = "sclaw-db"
-    SANDBOX_DB = "sandbox-db"
-    KOSHI = "koshi"
-    MEM0 = "mem0"
-    CHATGPT = "chatgpt"
-    CLAUDE = "claude"
+def _source(value: str) -> str:
+    """The ``--from`` value as the format's name (an older name is accepted as an alias)."""
+    try:
+        return source_format(value).name
+    except InvalidInputError as exc:
+        raise typer.BadParameter(str(exc)) from exc
 
 
 # Shown under ``import --help``: which --from name reads what, and what PATH must be.
 _FORMATS_EPILOG = "Formats (--from):\n\n" + "\n\n".join(
-    f"{s.name}: {s.spec}; PATH is {s.path}." for s in SOURCES.values())
+    f"{s.name}: {s.spec}; PATH is {s.path}." for s in SOURCES.values()) + (
+    "\n\nOlder names still accepted: " + ", ".join(
+        f"{old} ({new})" for old, new in SOURCE_ALIASES.items()) + ".")
 
 
 def register(app: typer.Typer) -> None:
@@ -146,8 +146,8 @@ def export_cmd(
     *,
     fmt: Annotated[ExportFormat, typer.Option(
         "--format", "-f", case_sensitive=False,
-        help="json: one snapshot file (lossless, default). markdown: the 002 DevClaw tree, a"
-        " folder per kind with one note per memory.")] = ExportFormat.JSON,
+        help="json: one snapshot file (lossless, default). markdown: DevClaw's folder of"
+        " notes, a folder per kind with one note per memory.")] = ExportFormat.JSON,
     out: Annotated[Path | None, typer.Option(
         "--out", "-o", metavar="PATH",
         help="json: the file (default: stdout). markdown: a new or empty folder (required).")
@@ -189,14 +189,14 @@ def import_cmd(
     *,
     path: Annotated[str, typer.Argument(
         metavar="PATH", help="The file or folder to import; - reads a JSON snapshot from stdin.")],
-    source: Annotated[ImportSource, typer.Option(
-        "--from", metavar="FORMAT", case_sensitive=False,
-        help="What PATH is: one of the formats listed below.")] = ImportSource.PTRCLAW_JSON,
+    source: Annotated[str, typer.Option(
+        "--from", metavar="FORMAT", callback=_source,
+        help="What PATH is: " + ", ".join(SOURCES) + " (each is described below).")] = "json",
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Check everything and report the counts; write nothing.")] = False,
     messages: Annotated[bool | None, typer.Option(
         "--messages/--no-messages",
-        help="sclaw-db only: import the conversation history as episodes (default: yes).")
+        help="sclaw only: import the conversation history as episodes (default: yes).")
     ] = None,
     progress: Annotated[bool | None, typer.Option(
         "--progress/--no-progress", help="Progress bar on stderr (default: on a terminal).")
@@ -211,17 +211,17 @@ def import_cmd(
     """
     options: dict[str, Any] = {}
     if messages is not None:
-        if source is not ImportSource.SCLAW_DB:
-            raise InvalidInputError("--messages/--no-messages only apply to --from sclaw-db")
+        if source not in {"sclaw", "sclaw-db"}:
+            raise InvalidInputError("--messages/--no-messages only apply to --from sclaw")
         options["include_messages"] = messages
     with _open(ctx) as mem, _progress_bar(_show_progress(ctx, progress)) as bar:
         report, name = _run_import(mem, path, source, dry_run, bar, options)
     data = {**report, "archived": report.archived, "dry_run": dry_run, "source": name,
-            "format": source.value, "skips": report.skips}
+            "format": source, "skips": report.skips}
     verb = "would import" if dry_run else "imported"
     archived = f", {report.archived} into the archive" if report.archived else ""
     lines = [f"{verb} {report['created']} memories ({report['skipped']} skipped,"
-             f" {report['links']} links{archived}) from {name} ({source.value})"]
+             f" {report['links']} links{archived}) from {name} ({source})"]
     lines += [_skip_line(s) for s in report.skips]
     # soft_wrap: a long path stays on its line (the terminal wraps it, not rich)
     _emit(ctx, data, lambda console: console.print("\n".join(lines), markup=False,
@@ -235,15 +235,14 @@ def _skip_line(group: dict[str, Any]) -> str:
     return f"  skipped {group['count']}: {group['reason']}{where}"
 
 
-def _run_import(mem: Memory, path: str, source: ImportSource, dry_run: bool,
+def _run_import(mem: Memory, path: str, source: str, dry_run: bool,
                 bar: _Bar, options: dict[str, Any]) -> tuple[ImportReport, str]:
     if path == "-":
-        if source is not ImportSource.PTRCLAW_JSON:
-            raise InvalidInputError(f"stdin (-) holds a JSON snapshot; {source.value} needs a"
-                                    " path")
+        if source not in {"json", "ptrclaw", "ptrclaw-json"}:
+            raise InvalidInputError(f"stdin (-) holds a JSON snapshot; {source} needs a path")
         text, name = _read_source(path)
         return mem.import_snapshot(text, source=name, dry_run=dry_run), name
-    parsed = read_source(source.value, path, namespace=mem.namespace, now=mem.clock(),
+    parsed = read_source(source, path, namespace=mem.namespace, now=mem.clock(),
                   max_chars=mem.settings.storage.max_content_chars, progress=bar, **options)
     bar.phase("checking" if dry_run else "writing")
     return mem.import_records(parsed, dry_run=dry_run), path

@@ -103,7 +103,7 @@ StrengthOpt = Annotated[float, typer.Option("--strength", help="Link strength to
 
 
 def link_cmd(ctx: typer.Context, a: IdArg, b: IdArg, strength: StrengthOpt = 1.0) -> None:
-    """Link two memories both ways (000). Fails when either does not exist.
+    """Link two memories both ways. Fails when either does not exist.
 
     Example: clawmem link user-prefers-python project-uses-python
     """
@@ -142,7 +142,7 @@ def entity_cmd(
     name: Annotated[str, typer.Argument(help="Entity name or alias, any case.")],
     limit: Annotated[int, typer.Option("--limit", "-l", help="Most memories.")] = 20,
 ) -> None:
-    """Everything known about an entity: type, aliases, mentions and its memories (004).
+    """Everything known about an entity: type, aliases, mentions and its memories.
 
     Example: clawmem entity Caroline
     """

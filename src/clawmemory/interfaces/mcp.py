@@ -41,8 +41,10 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
-from clawmemory.errors import ConfigError
+from clawmemory.errors import ClawMemoryError, ConfigError, InvalidInputError
+from clawmemory.interfaces import mcp_surface as surface
 from clawmemory.tools import DEFAULT_DIALECT, DialectTool, ToolResult, call_tool, tools_for
+from clawmemory.tools.dialects import resolve_dialect
 
 if TYPE_CHECKING:
     from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -102,49 +104,58 @@ def _tool_for(tools: Sequence[DialectTool], operation: str) -> str | None:
     return None
 
 
-def _listing(tool: DialectTool) -> types.Tool:
-    # Hints only: a client may auto-approve read-only tools and ask before writing ones.
-    hints = types.ToolAnnotations(read_only_hint=not tool.writes)
+def _listing(tool: DialectTool, dialect: str) -> types.Tool:
+    # Hints only: a client may auto-approve read-only tools and ask before destructive ones.
     return types.Tool(name=tool.name, description=tool.description,
-                      input_schema=dict(tool.input_schema), annotations=hints)
+                      input_schema=surface.user_schema(tool, dialect),
+                      annotations=surface.tool_annotations(tool))
 
 
-def _as_mcp(result: ToolResult) -> types.CallToolResult:
-    # Text only: each dialect's wording ("[id:N] ...") is the contract the model was written
-    # against; structured content would let a client show the model raw JSON instead.
+def _as_mcp(result: ToolResult, structured: bool = False) -> types.CallToolResult:
+    # The seed dialects answer in text only: their wording ("[id:N] ...") is the contract their
+    # models were written against. The default dialect adds the data as structured content.
+    data = dict(result.data) if structured and not result.is_error else None
     return types.CallToolResult(content=[types.TextContent(type="text", text=result.text)],
-                                is_error=result.is_error)
+                                structured_content=data, is_error=result.is_error)
 
 
 # --- the server ----------------------------------------------------------------------------------
-def build_server(mem: Memory, dialect: str = DEFAULT_DIALECT) -> Server[Any]:
-    """An MCP server exposing ``dialect``'s tools over ``mem``; InvalidInputError when the
-    dialect is unknown. The caller owns ``mem`` and closes it after the server stops."""
-    tools = tools_for(dialect)
+def build_server(mem: Memory, dialect: str = DEFAULT_DIALECT, *,
+                 all_tools: bool = False) -> Server[Any]:
+    """An MCP server exposing ``dialect``'s tools over ``mem`` (for the default dialect its
+    core set, every tool with ``all_tools``), its resources and prompts; InvalidInputError when
+    the dialect is unknown. The caller owns ``mem`` and closes it after the server stops."""
+    dialect = resolve_dialect_name(dialect)
+    tools = surface.offered(tools_for(dialect), dialect, all_tools)
     # Load the embedding model before serving, not inside the first client's tool call; the
     # note goes into the server's start-up line.
     mem.warm_up()
-    listing = [_listing(t) for t in tools]
-    schemas = {t.name: dict(t.input_schema) for t in tools}
+    listing = [_listing(t, dialect) for t in tools]
+    schemas = {t.name: surface.user_schema(t, dialect) for t in tools}
+    by_name = {t.name: t for t in tools}
+    structured = dialect == DEFAULT_DIALECT
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=[t.model_copy(deep=True) for t in listing])
 
-    writes = {t.name: t.writes for t in tools}
-
     async def call(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         raw = _RAW_ARGUMENTS.get()
         arguments = raw[0] if raw is not None else params.arguments
-        target, refusal = _scoped(mem, ctx, writes.get(params.name, True))
+        tool = by_name.get(params.name)
+        if tool is None:  # not offered (e.g. an admin tool without --all-tools): not callable
+            known = ", ".join(by_name)
+            return _as_mcp(_refused(f"Unknown tool {params.name!r} (available: {known})."))
+        target, refusal = _scoped(mem, ctx, tool.writes)
+        refusal = refusal or surface.kind_refusal(tool, dialect, arguments)
         if refusal is not None:
-            return _as_mcp(ToolResult(refusal, {"error": refusal}, is_error=True))
+            return _as_mcp(_refused(refusal))
         run = functools.partial(_call, target, params.name, arguments, dialect)
         # Not abandoned on cancel: a write the client gave up on still finishes cleanly.
-        return _as_mcp(await anyio.to_thread.run_sync(run))
+        return _as_mcp(await anyio.to_thread.run_sync(run), structured)
 
     from clawmemory import __version__
 
@@ -152,9 +163,46 @@ def build_server(mem: Memory, dialect: str = DEFAULT_DIALECT) -> Server[Any]:
     # schema; a dict lookup spares it an internal tools/list on every call.
     server = Server(SERVER_NAME, version=__version__, instructions=instructions(tools),
                     get_tool_input_schema=schemas.get, on_list_tools=list_tools,
-                    on_call_tool=call)
+                    on_call_tool=call, **_readers(mem, tools))
     server.middleware.append(_ObjectArguments())
     return server
+
+
+def _refused(text: str) -> ToolResult:
+    return ToolResult(text, {"error": text}, is_error=True)
+
+
+def _readers(mem: Memory, tools: Sequence[DialectTool]) -> dict[str, Any]:
+    """The resource and prompt handlers: memories by URI, the newest ones, and the prompts."""
+    from mcp.shared.exceptions import MCPError
+
+    async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=surface.resources())
+
+    async def list_templates(ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=surface.resource_templates())
+
+    async def read(ctx: Any, params: types.ReadResourceRequestParams
+                   ) -> types.ReadResourceResult:
+        target, _ = _scoped(mem, ctx, False)
+        try:
+            return await anyio.to_thread.run_sync(surface.read_resource, target, params.uri)
+        except ClawMemoryError as exc:
+            raise MCPError(types.INVALID_PARAMS, str(exc)) from None
+
+    async def list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
+        return types.ListPromptsResult(prompts=surface.prompts())
+
+    async def get_prompt(ctx: Any, params: types.GetPromptRequestParams
+                         ) -> types.GetPromptResult:
+        found = surface.prompt(params.name, params.arguments, _tool_for(tools, "memory_recall"))
+        if found is None:
+            raise MCPError(types.INVALID_PARAMS, f"no prompt named {params.name!r}")
+        return found
+
+    return {"on_list_resources": list_resources, "on_list_resource_templates": list_templates,
+            "on_read_resource": read, "on_list_prompts": list_prompts,
+            "on_get_prompt": get_prompt}
 
 
 class _ObjectArguments:
@@ -175,6 +223,13 @@ class _ObjectArguments:
             return await call_next(dataclasses.replace(ctx, params={**params, "arguments": {}}))
         finally:
             _RAW_ARGUMENTS.reset(token)
+
+
+def resolve_dialect_name(name: str) -> str:
+    try:
+        return resolve_dialect(name)
+    except KeyError:
+        raise InvalidInputError(f"unknown tool dialect {name!r}") from None
 
 
 def _scoped(mem: Memory, ctx: Any, writes: bool) -> tuple[Memory, str | None]:

@@ -40,6 +40,7 @@ from clawmemory.snapshot import ParsedSnapshot
 
 __all__ = [
     "SOURCES",
+    "SOURCE_ALIASES",
     "MarkdownMirror",
     "Progress",
     "Reader",
@@ -58,6 +59,7 @@ __all__ = [
     "read_sandbox_db",
     "read_sclaw_db",
     "read_source",
+    "source_format",
 ]
 
 
@@ -68,35 +70,64 @@ class Reader(Protocol):  # pragma: no mutate block (a protocol: stubs, no behavi
 
 @dataclass(frozen=True)
 class SourceFormat:
-    """One importable format: its ``--from`` name, the specification it comes from, what the
-    path must be, and the extra keyword options its reader accepts."""
+    """One importable format: its ``--from`` name, what it is (in words a user knows), what
+    the path must be, its reader, the extra keyword options the reader accepts, and the older
+    names still accepted for it."""
 
     name: str
     spec: str
     path: str
     reader: Reader
     options: frozenset[str] = frozenset()
+    aliases: tuple[str, ...] = ()
+
+
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _is_sqlite(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(len(_SQLITE_HEADER)) == _SQLITE_HEADER
+    except OSError:  # a folder or a missing file: the other reader names the problem
+        return False
+
+
+def _sqlite_or(database: Reader, other: Reader) -> Reader:
+    """One name for an agent whose memory is either a SQLite file or something else (a JSON
+    snapshot, a folder of notes): the file's first bytes say which reader gets it."""
+
+    def read(path: str | Path, *, namespace: str, now: float, max_chars: int,
+             progress: Progress | None = None) -> ParsedSnapshot:
+        reader = database if _is_sqlite(Path(path)) else other
+        return reader(path, namespace=namespace, now=now, max_chars=max_chars,
+                      progress=progress)
+
+    return read
 
 
 SOURCES: Mapping[str, SourceFormat] = {
     s.name: s
     for s in (
-        SourceFormat("ptrclaw-json", "000 PtrClaw or clawmemory JSON snapshot",
-                     "a .json file (or - for stdin)", read_ptrclaw_json),
-        SourceFormat("ptrclaw-sqlite", "000 PtrClaw SQLite memory database",
-                     "its SQLite file", read_ptrclaw_db),
-        SourceFormat("devclaw-md", "002 DevClaw Markdown notes",
-                     "the data/memory folder or one note", read_devclaw_md),
-        SourceFormat("devclaw-db", "002 DevClaw SQLite store", "its memory.db",
-                     read_devclaw_db),
-        SourceFormat("openclaw", "003 OpenClaw MEMORY.md + memory/*.md",
+        SourceFormat("json", "a clawmemory or PtrClaw JSON snapshot (clawmem export)",
+                     "a .json file (or - for stdin)", read_ptrclaw_json,
+                     aliases=("ptrclaw-json",)),
+        SourceFormat("ptrclaw", "PtrClaw's SQLite memory database, or its JSON snapshot",
+                     "its SQLite file or the .json snapshot",
+                     _sqlite_or(read_ptrclaw_db, read_ptrclaw_json),
+                     aliases=("ptrclaw-sqlite",)),
+        SourceFormat("devclaw", "DevClaw's Markdown notes, or its SQLite store",
+                     "the data/memory folder, one note, or its memory.db",
+                     _sqlite_or(read_devclaw_db, read_devclaw_md),
+                     aliases=("devclaw-md", "devclaw-db")),
+        SourceFormat("openclaw", "OpenClaw's MEMORY.md and memory/*.md",
                      "the workspace folder, its memory folder or one file",
                      read_openclaw),
-        SourceFormat("sclaw-db", "001 sclaw SQLite history and facts", "its memory.db",
-                     read_sclaw_db, frozenset({"include_messages"})),
-        SourceFormat("sandbox-db", "004 sandbox assistant SQLite store", "its memory.db",
-                     read_sandbox_db),
-        SourceFormat("koshi", "003 Koshi's own SQLite database (memories, archive, links)",
+        SourceFormat("sclaw", "sclaw's SQLite history and facts", "its memory.db",
+                     read_sclaw_db, frozenset({"include_messages"}), aliases=("sclaw-db",)),
+        SourceFormat("sandbox", "the sandbox assistant's SQLite memory store", "its memory.db",
+                     read_sandbox_db, aliases=("sandbox-db",)),
+        SourceFormat("koshi", "Koshi's own SQLite database (memories, archive, links)",
                      "its SQLite file", read_koshi_db),
         SourceFormat("mem0", "mem0 memories: Memory.get_all() output saved as JSON, or its"
                      " local history.db", "the .json file, history.db or the folder holding it",
@@ -110,6 +141,32 @@ SOURCES: Mapping[str, SourceFormat] = {
     )
 }
 
+# The names of earlier releases, still accepted: old name -> the format's name.
+SOURCE_ALIASES: Mapping[str, str] = {
+    alias: s.name for s in SOURCES.values() for alias in s.aliases}
+
+# An old name keeps its exact reader (``devclaw-db`` reads only a database, as it always did);
+# the plain names ``ptrclaw`` and ``devclaw`` tell the two apart by the file.
+_OLD_READERS: Mapping[str, Reader] = {
+    "ptrclaw-json": read_ptrclaw_json, "ptrclaw-sqlite": read_ptrclaw_db,
+    "devclaw-md": read_devclaw_md, "devclaw-db": read_devclaw_db,
+    "sclaw-db": read_sclaw_db, "sandbox-db": read_sandbox_db,
+}
+_OLD_FORMATS: Mapping[str, SourceFormat] = {
+    old: SourceFormat(old, SOURCES[new].spec, SOURCES[new].path, _OLD_READERS[old],
+                      SOURCES[new].options)
+    for old, new in SOURCE_ALIASES.items()}
+
+
+def source_format(name: str) -> SourceFormat:
+    """The format called ``name``, or by an older name (any case)."""
+    key = name.strip().lower()
+    fmt = SOURCES.get(key) or _OLD_FORMATS.get(key)
+    if fmt is None:
+        raise InvalidInputError(f"unknown import format {name!r} (expected one of:"
+                                f" {', '.join(SOURCES)})")
+    return fmt
+
 
 def read_source(
     name: str,
@@ -121,14 +178,11 @@ def read_source(
     progress: Progress | None = None,
     **options: Any,
 ) -> ParsedSnapshot:
-    """Read ``path`` as the format ``name`` (a key of ``SOURCES``)."""
-    fmt = SOURCES.get(name)
-    if fmt is None:
-        raise InvalidInputError(f"unknown import format {name!r} (expected one of:"
-                                f" {', '.join(SOURCES)})")
+    """Read ``path`` as the format ``name`` (a key of ``SOURCES`` or an older alias)."""
+    fmt = source_format(name)
     unknown = set(options) - fmt.options
     if unknown:
-        raise InvalidInputError(f"{name} does not take {', '.join(sorted(unknown))}")
+        raise InvalidInputError(f"{fmt.name} does not take {', '.join(sorted(unknown))}")
     reader: Any = fmt.reader  # the options were checked against the format just above
     result: ParsedSnapshot = reader(Path(path).expanduser(), namespace=namespace, now=now,
                                     max_chars=max_chars, progress=progress, **options)

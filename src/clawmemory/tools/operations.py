@@ -176,12 +176,16 @@ class NoArgs(ToolArgs):
 
 
 # --- shared rendering ---------------------------------------------------------------------------
-def render_record(r: MemoryRecord) -> str:
-    """The default one-line view of a memory: ``[id:X] [kind] content (key: k; tags: a, b)``."""
+def render_record(r: MemoryRecord, relevance: float | None = None) -> str:
+    """The default one-line view of a memory: ``[id:X] [kind] content (key: k; tags: a, b)``.
+    A recall hit shows its ``relevance`` instead of the reinforcement score, which a model
+    would read as relevance."""
     extras = [f"key: {r.key}"] if r.key else []
     if r.tags:
         extras.append("tags: " + ", ".join(r.tags))
-    if r.score:
+    if relevance is not None:
+        extras.append(f"relevance: {relevance:.3g}")
+    elif r.score:
         extras.append(f"score: {r.score}")
     if not r.is_valid:
         extras.append("invalidated")
@@ -250,7 +254,7 @@ def recall(mem: Memory, args: RecallArgs) -> ToolResult:
     ]
     lines = []
     for h in hits:
-        lines.append("- " + render_record(h.memory))
+        lines.append("- " + render_record(h.memory, relevance=h.score))
         if args.explain:
             lines.append(f"  why: {h.explain}")
     text = "\n".join(lines) if lines else f"No memories found for {args.query!r}."

@@ -228,8 +228,7 @@ class Retriever:
 
     def _centred(self, req: RecallRequest) -> bool:
         """Whether this namespace's cosines are centred ones (vectors/matrix.py)."""
-        n = self.cfg.centre_min_rows
-        return bool(n) and self.vectors is not None and self.vectors.count(req.namespace) >= n
+        return self.vectors is not None and self.vectors.centred(req.namespace)
 
     def _fuse(
         self, lists: list[Candidates], req: RecallRequest, qv: npt.NDArray[np.float32] | None,

@@ -62,6 +62,12 @@ class VectorStore(Protocol):  # pragma: no mutate block (a protocol: stubs, no b
 
     def count(self, namespace: str) -> int: ...
 
+    def centred(self, namespace: str) -> bool:
+        """Whether this namespace's similarities are centred cosines (ADR 0007): it holds
+        ``centre_min_rows`` vectors or more. Asked on every recall (the relevance floor's
+        thresholds depend on it), so it must be cheap."""
+        ...
+
     def reset(self, model: str, dimension: int) -> None:
         """Drop every vector and rebind to a new model/dimension (reindex)."""
         ...

@@ -122,6 +122,9 @@ class MemoryVectors:
     def count(self, namespace: str) -> int:
         return 0 if self.dimension is None else len(self._matrix(namespace))
 
+    def centred(self, namespace: str) -> bool:
+        return bool(self.centre_min_rows) and self.count(namespace) >= self.centre_min_rows
+
     def reset(self, model: str, dimension: int) -> None:
         with self._lock:
             self._matrices.clear()

@@ -181,6 +181,9 @@ class SQLiteVectors:
         with self._lock:
             return len(self._sync(namespace).matrix)
 
+    def centred(self, namespace: str) -> bool:
+        return bool(self.centre_min_rows) and self.count(namespace) >= self.centre_min_rows
+
     def missing(self, namespace: str, limit: int) -> list[str]:
         if self.dimension is None:
             return []

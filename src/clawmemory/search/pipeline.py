@@ -218,7 +218,10 @@ class Retriever:
         answer = self.time_cfg.answer_boost > 0 and asks_when(req.query)
         when = self._when(fused, req, records) if periods or answer else {}
         dated = {m for m in when if states_time(records[m].content)} if answer else None
-        ranked = self._rank(fused, req, periods, when, dated)[: req.limit]
+        ranked = self._rank(fused, req, periods, when, dated)
+        if self.cfg.session_weight > 0 and req.mode != "vector":
+            ranked = self._session_support(ranked, req, records)
+        ranked = ranked[: req.limit]
         hits = self._materialise(ranked, req.namespace, records)
         if req.depth > 0:
             hits = hits + self._neighbours(hits, req)
@@ -284,13 +287,51 @@ class Retriever:
                 f.lists["neighbours"] = {"support": round(support, 6)}
                 f.score += self.cfg.neighbour_weight * support
 
+    def _session_support(
+        self, ranked: list[tuple[str, float, Explanation]], req: RecallRequest,
+        records: dict[str, MemoryRecord],
+    ) -> list[tuple[str, float, Explanation]]:
+        """Turns of one conversation support each other beyond their neighbours (ADR 0020):
+        each candidate gains ``session_weight`` × the best final score among the
+        ``session_top`` best *other* candidates of its session. The answer to "What did Maria
+        do after the race?" sits a few turns from the turn that names the race, but shares no
+        word with the question. Memories without a session, and stores whose best candidates
+        have none, rank as before."""
+        head = [m for m, _, _ in ranked[: self.cfg.session_top]]
+        self._fetch(req, head, records)
+        top: dict[str, list[tuple[str, float]]] = {}
+        for mid, score, _ in ranked[: self.cfg.session_top]:
+            if mid in records and (s := records[mid].session_id) is not None:
+                top.setdefault(s, []).append((mid, score))
+        if not top:
+            return ranked
+        self._fetch(req, [m for m, _, _ in ranked], records)
+        out = []
+        for mid, score, e in ranked:
+            session = records[mid].session_id if mid in records else None
+            mates = [s for m, s in top.get(session, ()) if m != mid] if session else []
+            if mates:
+                support = max(mates)
+                score += self.cfg.session_weight * support
+                e = replace(e, lists={**e.lists, "session": {"support": round(support, 6)}},
+                            final=score)
+            out.append((mid, score, e))
+        out.sort(key=lambda t: (-t[1], t[0]))
+        return out
+
+    def _fetch(self, req: RecallRequest, ids: Sequence[str],
+               records: dict[str, MemoryRecord]) -> None:
+        """Read the records of ``ids`` not yet in ``records`` (kept there for the hits)."""
+        missing = [m for m in ids if m not in records]
+        if missing:
+            records.update((r.id, r) for r in self.store.get_many(req.namespace, missing))
+
     def _when(
         self, fused: dict[str, Fused], req: RecallRequest, records: dict[str, MemoryRecord]
     ) -> dict[str, float]:
         """When each candidate's remembered thing happened (its records are kept for the hits:
         the ranking fields carry no event time)."""
-        missing = [m for m in fused if m not in records]
-        records.update((r.id, r) for r in self.store.get_many(req.namespace, missing))
+        self._fetch(req, list(fused), records)
         return {m: event_or_created(records[m]) for m in fused if m in records}
 
     def _rank(

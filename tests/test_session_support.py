@@ -43,7 +43,8 @@ def test_a_turn_gains_a_quarter_of_its_sessions_best_other_candidate(
 ) -> None:
     mem = Memory(store, Settings(embedder={"provider": "none"}), clock=clock)
     marathon, _legs, ramen, lookalike = _store(mem)
-    lone = mem.store("The ramen place takes no bookings on weekdays", kind="fact")  # no session: never supported
+    # No session: never supported.
+    lone = mem.store("The ramen place takes no bookings on weekdays", kind="fact")
     hits = mem.recall(QUERY, mode="keyword", limit=5, touch=False)
     assert [h.memory.id for h in hits] == [marathon, ramen, lookalike, lone]
     by_id = {h.memory.id: h for h in hits}

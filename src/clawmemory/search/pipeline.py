@@ -310,12 +310,12 @@ class Retriever:
         for mid, score, e in ranked:
             session = records[mid].session_id if mid in records else None
             mates = [s for m, s in top.get(session, ()) if m != mid] if session else []
-            if mates:
-                support = max(mates)
-                score += self.cfg.session_weight * support
-                e = replace(e, lists={**e.lists, "session": {"support": round(support, 6)}},
-                            final=score)
-            out.append((mid, score, e))
+            if not mates:
+                out.append((mid, score, e))
+                continue
+            final = score + self.cfg.session_weight * max(mates)
+            lists = {**e.lists, "session": {"support": round(max(mates), 6)}}
+            out.append((mid, final, replace(e, lists=lists, final=final)))
         out.sort(key=lambda t: (-t[1], t[0]))
         return out
 

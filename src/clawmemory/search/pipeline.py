@@ -220,7 +220,7 @@ class Retriever:
         dated = {m for m in when if states_time(records[m].content)} if answer else None
         ranked = self._rank(fused, req, periods, when, dated)
         if self.cfg.session_weight > 0 and req.mode != "vector":
-            ranked = self._session_support(ranked, req, records)
+            ranked = self._session_support(ranked, fused)
         ranked = ranked[: req.limit]
         hits = self._materialise(ranked, req.namespace, records)
         if req.depth > 0:
@@ -288,27 +288,23 @@ class Retriever:
                 f.score += self.cfg.neighbour_weight * support
 
     def _session_support(
-        self, ranked: list[tuple[str, float, Explanation]], req: RecallRequest,
-        records: dict[str, MemoryRecord],
+        self, ranked: list[tuple[str, float, Explanation]], fused: dict[str, Fused]
     ) -> list[tuple[str, float, Explanation]]:
         """Turns of one conversation support each other beyond their neighbours (ADR 0020):
         each candidate gains ``session_weight`` × the best final score among the
         ``session_top`` best *other* candidates of its session. The answer to "What did Maria
         do after the race?" sits a few turns from the turn that names the race, but shares no
-        word with the question. Memories without a session, and stores whose best candidates
+        word with the question. Memories without a session, and recalls whose best candidates
         have none, rank as before."""
-        head = [m for m, _, _ in ranked[: self.cfg.session_top]]
-        self._fetch(req, head, records)
         top: dict[str, list[tuple[str, float]]] = {}
         for mid, score, _ in ranked[: self.cfg.session_top]:
-            if mid in records and (s := records[mid].session_id) is not None:
-                top.setdefault(s, []).append((mid, score))
+            if (session := fused[mid].info.session_id) is not None:
+                top.setdefault(session, []).append((mid, score))
         if not top:
             return ranked
-        self._fetch(req, [m for m, _, _ in ranked], records)
         out = []
         for mid, score, e in ranked:
-            session = records[mid].session_id if mid in records else None
+            session = fused[mid].info.session_id
             mates = [s for m, s in top.get(session, ()) if m != mid] if session else []
             if not mates:
                 out.append((mid, score, e))
@@ -319,19 +315,13 @@ class Retriever:
         out.sort(key=lambda t: (-t[1], t[0]))
         return out
 
-    def _fetch(self, req: RecallRequest, ids: Sequence[str],
-               records: dict[str, MemoryRecord]) -> None:
-        """Read the records of ``ids`` not yet in ``records`` (kept there for the hits)."""
-        missing = [m for m in ids if m not in records]
-        if missing:
-            records.update((r.id, r) for r in self.store.get_many(req.namespace, missing))
-
     def _when(
         self, fused: dict[str, Fused], req: RecallRequest, records: dict[str, MemoryRecord]
     ) -> dict[str, float]:
         """When each candidate's remembered thing happened (its records are kept for the hits:
         the ranking fields carry no event time)."""
-        self._fetch(req, list(fused), records)
+        missing = [m for m in fused if m not in records]
+        records.update((r.id, r) for r in self.store.get_many(req.namespace, missing))
         return {m: event_or_created(records[m]) for m in fused if m in records}
 
     def _rank(

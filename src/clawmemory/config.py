@@ -177,6 +177,10 @@ class RecallSettings(Section):
     link_decay: float = Field(default=0.5, ge=0, le=1)
     # × the fused score of adjacent turns (ADR 0005)
     neighbour_weight: float = Field(default=0.15, ge=0)
+    # + this × the best score among the session_top best other candidates of the same session
+    # (ADR 0020; 0 = off)
+    session_weight: float = Field(default=0.25, ge=0, le=1)
+    session_top: int = Field(default=5, ge=1, le=1000)
     # weighted fusion: weight of the entity list (max-normalised)
     entity_weight: float = Field(default=0.0, ge=0)
     co_recall: bool = False  # 003 v2 co-recall links (off: see docs/benchmarks.md)

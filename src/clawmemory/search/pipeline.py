@@ -218,7 +218,10 @@ class Retriever:
         answer = self.time_cfg.answer_boost > 0 and asks_when(req.query)
         when = self._when(fused, req, records) if periods or answer else {}
         dated = {m for m in when if states_time(records[m].content)} if answer else None
-        ranked = self._rank(fused, req, periods, when, dated)[: req.limit]
+        ranked = self._rank(fused, req, periods, when, dated)
+        if self.cfg.session_weight > 0 and req.mode != "vector":
+            ranked = self._session_support(ranked, fused)
+        ranked = ranked[: req.limit]
         hits = self._materialise(ranked, req.namespace, records)
         if req.depth > 0:
             hits = hits + self._neighbours(hits, req)
@@ -282,6 +285,34 @@ class Retriever:
             if support:
                 f.lists["neighbours"] = {"support": round(support, 6)}
                 f.score += self.cfg.neighbour_weight * support
+
+    def _session_support(
+        self, ranked: list[tuple[str, float, Explanation]], fused: dict[str, Fused]
+    ) -> list[tuple[str, float, Explanation]]:
+        """Turns of one conversation support each other beyond their neighbours (ADR 0020):
+        each candidate gains ``session_weight`` × the best final score among the
+        ``session_top`` best *other* candidates of its session. The answer to "What did Maria
+        do after the race?" sits a few turns from the turn that names the race, but shares no
+        word with the question. Memories without a session, and recalls whose best candidates
+        have none, rank as before."""
+        top: dict[str, list[tuple[str, float]]] = {}
+        for mid, score, _ in ranked[: self.cfg.session_top]:
+            if (session := fused[mid].info.session_id) is not None:
+                top.setdefault(session, []).append((mid, score))
+        if not top:
+            return ranked
+        out = []
+        for mid, score, e in ranked:
+            session = fused[mid].info.session_id
+            mates = [s for m, s in top.get(session, ()) if m != mid] if session else []
+            if not mates:
+                out.append((mid, score, e))
+                continue
+            final = score + self.cfg.session_weight * max(mates)
+            lists = {**e.lists, "session": {"support": round(max(mates), 6)}}
+            out.append((mid, final, replace(e, lists=lists, final=final)))
+        out.sort(key=lambda t: (-t[1], t[0]))
+        return out
 
     def _when(
         self, fused: dict[str, Fused], req: RecallRequest, records: dict[str, MemoryRecord]

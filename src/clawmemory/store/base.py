@@ -47,6 +47,7 @@ class RankInfo:
     confidence: float
     updated_at: float = 0.0  # recency counts from the last write or arrival, not creation
     stored_at: float = 0.0
+    session_id: str | None = None  # session support (ADR 0020)
 
 
 @dataclass(frozen=True, slots=True)

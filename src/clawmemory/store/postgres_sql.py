@@ -51,7 +51,8 @@ UPDATE = (
     + f", meta_cmp = %s, fts = {FTS_EXPR} WHERE namespace = %s AND id = %s"
 )
 RANK_SELECT = (
-    "m.id, m.score, m.created_at, m.last_accessed, m.confidence, m.updated_at, m.stored_at"
+    "m.id, m.score, m.created_at, m.last_accessed, m.confidence, m.updated_at, m.stored_at,"
+    " m.session_id"
 )
 ORDER_SQL = {
     "newest": "m.created_at DESC, m.seq DESC",
@@ -115,9 +116,9 @@ def row_to_record(row: Sequence[Any]) -> MemoryRecord:
 
 
 def rank_hit(row: Sequence[Any]) -> TextHit:
-    id_, score, created, accessed, confidence, updated, stored = row[:7]
-    return TextHit(RankInfo(id_, int(score), created, accessed, confidence, updated, stored),
-                   float(row[7]))
+    id_, score, created, accessed, confidence, updated, stored, session = row[:8]
+    return TextHit(RankInfo(id_, int(score), created, accessed, confidence, updated, stored,
+                            session), float(row[8]))
 
 
 def record_values(r: MemoryRecord) -> builtins.list[Any]:

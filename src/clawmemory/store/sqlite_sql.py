@@ -33,7 +33,8 @@ UPDATE = (
     + " WHERE namespace = ? AND id = ?"
 )
 RANK_SELECT = (
-    "m.id, m.score, m.created_at, m.last_accessed, m.confidence, m.updated_at, m.stored_at"
+    "m.id, m.score, m.created_at, m.last_accessed, m.confidence, m.updated_at, m.stored_at,"
+    " m.session_id"
 )
 ORDER_SQL = {
     "newest": "m.created_at DESC, m.seq DESC",
@@ -66,7 +67,7 @@ def row_to_record(row: Sequence[Any]) -> MemoryRecord:
 
 
 def rank_hit(row: Sequence[Any]) -> TextHit:
-    return TextHit(RankInfo(*row[:7]), float(row[7]))
+    return TextHit(RankInfo(*row[:8]), float(row[8]))
 
 
 def record_values(r: MemoryRecord) -> builtins.list[Any]:

@@ -181,12 +181,12 @@ def serve_rss(work: Path, stores: int, runtime: str) -> float:
 
 
 def install_size(work: Path) -> float:
-    """MiB of a fresh venv holding clawmemory[local,mcp] (no torch)."""
+    """MiB of a fresh venv holding clawmemory[local] (no torch)."""
     venv = work / "fresh-venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
            "--disable-pip-version-check"]
-    subprocess.run([*pip, f"{ROOT}[local,mcp]"], check=True)
+    subprocess.run([*pip, f"{ROOT}[local]"], check=True)
     size = subprocess.run(["du", "-sm", str(venv)], capture_output=True, text=True, check=True)
     return float(size.stdout.split()[0])
 

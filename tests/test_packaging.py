@@ -68,12 +68,17 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def _run(*cmd: str | Path, env: dict[str, str] | None = None) -> str:
+    return _completed(*cmd, env=env).stdout
+
+
+def _completed(*cmd: str | Path, env: dict[str, str] | None = None,
+               ) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True,
                           env=env or _env(), timeout=STEP_TIMEOUT, check=False)
     assert proc.returncode == 0, (
         f"{' '.join(map(str, cmd))} exited {proc.returncode}\n{proc.stdout[-3000:]}\n"
         f"{proc.stderr[-3000:]}")
-    return proc.stdout
+    return proc
 
 
 def _venv(where: Path, *packages: str | Path) -> Path:
@@ -205,6 +210,11 @@ def test_pip_install_in_a_fresh_venv_serves_mcp(wheel: Path, tmp_path: Path) -> 
     assert _mcp_round_trip(bin_dir / "clawmem", "--db", str(db), "mcp",
                            env=_server_env()) == DEFAULT_TOOLS
     _assert_stored_once(db)
+    # The default embedder without the `local` extra: keyword recall, and the fix named.
+    recall = _completed(bin_dir / "clawmem", "--db", db, "--json", "recall", "dark mode",
+                        env=_env(XDG_CACHE_HOME=str(tmp_path / "cache")))
+    assert CONTENT in recall.stdout
+    assert "the local embedder needs ONNX Runtime: install clawmemory[local]" in recall.stderr
 
 
 def test_pipx_install_and_pipx_run(wheel: Path, tools: Path, tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ torch runs with the thread count the library forced on it before (half the usabl
 * ingest with embeddings (``store_many``): alternating rounds into fresh databases, median;
 * resident memory of ``clawmem serve`` after ``--serve-stores`` (10,000) ``memory_store`` calls
   over MCP streamable HTTP;
-* install size: a fresh venv with ``pip install .[local,mcp]`` (no torch), measured with du.
+* install size: a fresh venv with ``pip install .[local]`` (no torch), measured with du.
 
 The machine's page cache is warm for every run (the files were just read): "cold" means a new
 process, which is what a user or an agent that shells out per turn gets.
@@ -181,12 +181,12 @@ def serve_rss(work: Path, stores: int, runtime: str) -> float:
 
 
 def install_size(work: Path) -> float:
-    """MiB of a fresh venv holding clawmemory[local,mcp] (no torch)."""
+    """MiB of a fresh venv holding clawmemory[local] (no torch)."""
     venv = work / "fresh-venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
            "--disable-pip-version-check"]
-    subprocess.run([*pip, f"{ROOT}[local,mcp]"], check=True)
+    subprocess.run([*pip, f"{ROOT}[local]"], check=True)
     size = subprocess.run(["du", "-sm", str(venv)], capture_output=True, text=True, check=True)
     return float(size.stdout.split()[0])
 

@@ -18,7 +18,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
   .venv/bin/python -m pip install --quiet --disable-pip-version-check "torch==2.13.0"
   .venv/bin/python -m pip install --quiet --disable-pip-version-check \
-    -e ".[local,torch,mcp,server,scheduler,postgres,dev]"
+    -e ".[all,torch,dev]"
   echo "$want" > "$stamp"
 fi
 # The inspector's browser test drives Debian's Chromium through its ChromeDriver (never a browser

@@ -154,10 +154,32 @@ def test_spacy_missing_is_a_config_error_with_install_hint(
     spacy_provider._load.cache_clear()
     with pytest.raises(ConfigError) as err:
         make_provider("spacy")
-    assert "pip install spacy && python -m spacy download en_core_web_sm" in str(err.value)
+    assert ("pip install 'clawmemory[spacy]' && python -m spacy download en_core_web_sm"
+            in str(err.value))
     with pytest.raises(ConfigError, match="en_core_web_lg"):
         spacy_provider.SpacyProvider("en_core_web_lg")
     assert spacy_provider.spacy_available() is False
+
+
+def test_spacy_pipeline_from_disk_gives_typed_mentions(tmp_path: Path) -> None:
+    """The `spacy` extra's library, for real: a saved pipeline (an entity ruler, since the
+    trained English models are not on the package index) loaded by path like a model name."""
+    spacy = pytest.importorskip("spacy")  # the `spacy` extra; scripts/setup.sh installs it
+    from clawmemory.entities.spacy_provider import CONFIDENCE, SpacyProvider
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("entity_ruler").add_patterns([
+        {"label": "PERSON", "pattern": "Caroline"},
+        {"label": "ORG", "pattern": "Acme Corp"},
+        {"label": "MONEY", "pattern": "5 dollars"},  # not an entity worth linking: dropped
+    ])
+    nlp.to_disk(tmp_path / "pipeline")
+    text = "Caroline joined Acme Corp for 5 dollars"
+    found = SpacyProvider(str(tmp_path / "pipeline")).extract(text)
+    assert [(m.text, m.type, m.start, m.end, m.confidence, m.provider) for m in found] == [
+        ("Caroline", EntityType.PERSON, 0, 8, CONFIDENCE, "spacy"),
+        ("Acme Corp", EntityType.ORGANIZATION, 16, 25, CONFIDENCE, "spacy"),
+    ]
 
 
 def test_accurate_without_spacy_or_llm_equals_fast(

@@ -131,6 +131,10 @@ def _local(model: str | None, dims: int | None, batch: int, opts: LocalOptions) 
         return onnx(lambda: files.download_default(target))
     if opts.runtime == "auto" and importlib.util.find_spec("sentence_transformers"):
         return LocalEmbedder(name, batch_size=batch, threads=opts.threads, truncate_dim=dims)
+    if importlib.util.find_spec("onnxruntime") is None:
+        # A plain `pipx install clawmemory`: the runtime is missing before the model is.
+        raise ConfigError("the local embedder needs ONNX Runtime: install clawmemory[local]"
+                          f" (then its model, in {target.parent}: docs/install.md)")
     raise ConfigError(
         f"the ONNX export of the default embedding model is not in {target.parent}. Create it"
         " once with `python -m clawmemory.embed.model_files` (needs clawmemory[torch]), or"

@@ -36,7 +36,7 @@ CONFIDENCE = 0.8
 
 
 def _install_hint(model: str) -> str:
-    return f"pip install spacy && python -m spacy download {model}"
+    return f"pip install 'clawmemory[spacy]' && python -m spacy download {model}"
 
 
 def spacy_available(model: str = DEFAULT_SPACY_MODEL) -> bool:

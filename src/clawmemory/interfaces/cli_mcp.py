@@ -14,8 +14,8 @@ With no API key in the database it listens on loopback only, since an address ot
 can reach would hand them every memory; once keys exist (``clawmem keys create``), every
 request needs one and any address may be used.
 
-The MCP SDK and FastAPI are optional dependencies (``clawmemory[mcp,server]``): they are
-imported when one of these commands runs, never when the CLI starts.
+The MCP SDK and FastAPI are core dependencies (ADR 0021), imported when one of these commands
+runs, never when the CLI starts.
 """
 
 from __future__ import annotations
@@ -72,7 +72,6 @@ def mcp_cmd(ctx: typer.Context, dialect: DialectOpt = DEFAULT_DIALECT,
     Example: clawmem --db ~/agent.db mcp --dialect koshi
     """
     key = _dialect(dialect)
-    _require_sdk()
     from clawmemory.interfaces.mcp import build_server, serve_stdio
 
     with _open(ctx, local=True) as mem, _stop_on_sigterm():
@@ -110,7 +109,6 @@ def serve_cmd(
     Example: clawmem --db ~/agent.db serve --port 8765
     """
     key = _dialect(dialect)
-    _require_sdk(http=True)
     _fewer_malloc_arenas()  # before the first worker thread
     from clawmemory.auth import keys_for
     from clawmemory.interfaces.mcp import build_server, is_loopback, listen, url_host
@@ -201,22 +199,6 @@ def _dialect(name: str) -> str:
     except KeyError:
         raise InvalidInputError(f"unknown --dialect {name!r}; known: {', '.join(DIALECTS)}"
                                 ) from None
-
-
-def _require_sdk(*, http: bool = False) -> None:
-    try:
-        import mcp.server.lowlevel  # noqa: F401
-    except ImportError as exc:
-        raise ConfigError("the MCP server needs the MCP SDK: pip install 'clawmemory[mcp]'"
-                          ) from exc
-    if http:
-        try:
-            import fastapi  # noqa: F401
-            import jinja2  # noqa: F401
-            import uvicorn  # noqa: F401
-        except ImportError as exc:
-            raise ConfigError("clawmem serve needs FastAPI, uvicorn and Jinja2: pip install"
-                              " 'clawmemory[server,mcp]'") from exc
 
 
 def _checked_hosts(names: list[str] | None) -> list[str]:

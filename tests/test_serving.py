@@ -225,7 +225,7 @@ def test_a_maximal_query_does_not_stall_other_clients(tmp_path: Path) -> None:
                 tg.start_soon(client_b, url, done)
                 tg.start_soon(client_a, url, done)
 
-    with served(tmp_path, "127.0.0.1") as (url,):
+    with served(tmp_path, "127.0.0.1", options=("--all-tools",)) as (url,):  # memory_stats
         anyio.run(scenario, url)
     rounds = len(answers) // (len(heavy) + 1)
     assert rounds >= 1

@@ -226,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
                   _met(rss * 1.048576 <= 300))
         if not args.skip_install:
             size = install_size(work)
-            t.add_row("install size, extras local + mcp (no torch)", f"{size:.0f} MiB", "—",
+            t.add_row("install size, extra local (no torch)", f"{size:.0f} MiB", "—",
                       "≤ 350 MB", _met(size * 1.048576 <= 350))
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -148,6 +148,12 @@ class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
                 # runs the model's first (slow) forward pass and compiles the NER and keyword
                 # helpers: what made the first recall after a reopen ~50 times a warm one.
                 self.recall("warming up", limit=1, touch=False)
+                # A query that matches no memory never reaches the stemmer of calibrated
+                # fusion's word matching, and snowballstemmer imports every language's module
+                # on first use (~30 ms of the first real recall, bench/first_recall.py).
+                from clawmemory.store.memory import stem
+
+                stem("warming")
             except ClawMemoryError:
                 log.debug("warm-up recall failed", exc_info=True)
             note = (f"embedder {self.components.embedder.name} warmed up in"

@@ -108,3 +108,25 @@ def test_mcp_recall_takes_since_and_as_of(trips: tuple[Path, dict[str, str]]) ->
             assert "since: cannot read" in message
 
     run(scenario)
+
+
+def test_the_rest_api_and_the_remote_client_take_the_time_filters(
+        trips: tuple[Path, dict[str, str]]) -> None:
+    import httpx
+
+    from rest_server import problem, serving
+
+    db, ids = trips
+    with Memory.open(db, settings=QUICK.model_copy(update={"db": db})) as mem, \
+            serving(mem) as url, Memory.open(url) as remote:
+        hits = remote.recall("trip", mode="keyword", since="2 days ago")
+        assert [h.memory.id for h in hits] == [ids["packed"]]
+        assert [r.id for r in remote.list(as_of="7 days ago")] == [ids["rome"]]
+        assert [r.id for r in remote.list(created_until=time.time() - 3 * DAY)] == [
+            ids["lisbon"]]
+        assert remote.count(created_since=time.time() - DAY) == 1
+        page = httpx.get(f"{url}/v1/memories", params={"since": "2 days ago"}).json()
+        assert _ids(page["memories"]) == [ids["packed"]]
+        bad = httpx.post(f"{url}/v1/recall", json={"query": "trip", "until": "when pigs fly"})
+        status, error, detail = problem(bad)
+        assert (status, error) == (422, "InvalidInputError") and "when pigs fly" in detail

@@ -259,7 +259,8 @@ def test_migrations_are_recorded_once_and_a_foreign_schema_is_refused(
     with psycopg.connect(url) as conn:
         versions = conn.execute("SELECT version, description FROM schema_version ORDER BY 1")
         assert versions.fetchall() == [(1, "001_initial.sql"), (2, "002_tenant_policies.sql"),
-                                       (3, "003_event_time_index.sql"), (4, "004_api_keys.sql")]
+                                       (3, "003_event_time_index.sql"), (4, "004_api_keys.sql"),
+                                       (5, "005_entity_links_by_recency.sql")]
     other = postgres_url(request, tmp_path / "other")
     with psycopg.connect(other, autocommit=True) as conn:
         conn.execute("CREATE TABLE invoices (id int)")

@@ -27,12 +27,43 @@ __all__ = [
     "Version",
     "connected_versions",
     "order_versions",
+    "time_sql",
 ]
 
 Version = tuple[MemoryRecord, bool]  # a record and whether it is archived
 
 # list() orderings every backend supports.
 ORDERS = ("newest", "oldest", "score", "accessed")
+
+# When the remembered thing happened (``Filter.since``/``until``). Both SQL backends index this
+# exact expression per namespace (SQLite migration 013, PostgreSQL migration 003), and SQLite
+# uses an expression index only where a query repeats it word for word.
+EVENT_OR_CREATED = "COALESCE({a}.event_time, {a}.created_at)"
+
+
+def time_sql(a: str, flt: Filter, mark: str) -> tuple[builtins.list[str], builtins.list[Any]]:
+    """The time and validity conditions of a SQL backend's filter (``mark``: its parameter
+    placeholder), as ``Filter.matches`` states them:
+
+    * since / until: ``COALESCE(event_time, created_at) >= since`` / ``< until``;
+    * as_of: ``created_at <= as_of``, and unless include_invalid
+      ``(valid_until IS NULL OR valid_until > as_of)`` instead of ``valid_until IS NULL``."""
+    when = EVENT_OR_CREATED.format(a=a)
+    where: builtins.list[str] = []
+    args: builtins.list[Any] = []
+    for sql, value in ((f"{when} >= {mark}", flt.since), (f"{when} < {mark}", flt.until),
+                       (f"{a}.created_at <= {mark}", flt.as_of)):
+        if value is not None:
+            where.append(sql)
+            args.append(value)
+    if flt.include_invalid:
+        return where, args
+    if flt.as_of is not None:
+        where.append(f"({a}.valid_until IS NULL OR {a}.valid_until > {mark})")
+        args.append(flt.as_of)
+    else:
+        where.append(f"{a}.valid_until IS NULL")
+    return where, args
 
 
 @dataclass(frozen=True, slots=True)

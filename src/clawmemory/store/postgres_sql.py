@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from clawmemory.model import Filter, MemoryRecord
-from clawmemory.store.base import RankInfo, TextHit
+from clawmemory.store.base import RankInfo, TextHit, time_sql
 
 __all__ = [
     "COLUMNS", "FTS_EXPR", "INSERT", "INSERT_MANY", "ORDER_SQL", "RANK_SELECT", "SELECT", "UPDATE",
@@ -202,27 +202,10 @@ def filter_sql(namespace: str, flt: Filter, alias: str = "m") -> tuple[str, buil
     if flt.created_before is not None:
         where.append(f"{a}.created_at < %s")
         args.append(flt.created_before)
-    _time_sql(a, flt, where, args)
+    more, more_args = time_sql(a, flt, "%s")
+    where.extend(more)
+    args.extend(more_args)
     return " AND ".join(where), args
-
-
-def _time_sql(a: str, flt: Filter, where: builtins.list[str], args: builtins.list[Any]) -> None:
-    """The time and validity conditions, as store/sqlite_sql.py's ``_time_sql`` states them:
-    since/until on when the thing happened (its event time, else its creation; migration 003
-    indexes that expression), as_of: created by then and not yet invalidated then."""
-    when = f"COALESCE({a}.event_time, {a}.created_at)"
-    for sql, value in ((f"{when} >= %s", flt.since), (f"{when} < %s", flt.until),
-                       (f"{a}.created_at <= %s", flt.as_of)):
-        if value is not None:
-            where.append(sql)
-            args.append(value)
-    if flt.include_invalid:
-        return
-    if flt.as_of is not None:
-        where.append(f"({a}.valid_until IS NULL OR {a}.valid_until > %s)")
-        args.append(flt.as_of)
-    else:
-        where.append(f"{a}.valid_until IS NULL")
 
 
 def _meta_sql(a: str, key: str, wanted: Any) -> tuple[str, builtins.list[Any]]:

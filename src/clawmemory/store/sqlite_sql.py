@@ -9,10 +9,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from clawmemory.model import Filter, MemoryRecord, meta_equal
-from clawmemory.store.base import RankInfo, TextHit
+from clawmemory.store.base import RankInfo, TextHit, time_sql
 
 __all__ = [
-    "COLUMNS", "EVENT_OR_CREATED", "INSERT", "ORDER_SQL", "RANK_SELECT", "SELECT", "UPDATE",
+    "COLUMNS", "INSERT", "ORDER_SQL", "RANK_SELECT", "SELECT", "UPDATE",
     "chunks", "filter_sql", "fts_query", "lower_text", "meta_eq_json", "rank_hit", "record_values",
     "row_to_record",
 ]
@@ -81,18 +81,10 @@ def record_values(r: MemoryRecord) -> builtins.list[Any]:
     ]
 
 
-# When the remembered thing happened (``Filter.since``/``until``); migration 013 indexes it per
-# namespace, and SQLite uses that index only for this exact expression.
-EVENT_OR_CREATED = "COALESCE({a}.event_time, {a}.created_at)"
-
-
 def filter_sql(namespace: str, flt: Filter, alias: str = "m") -> tuple[str, builtins.list[Any]]:
     """WHERE clause (without the keyword) and bindings for a Filter: ``Filter.matches`` in SQL,
-    condition by condition (another SQL backend mirrors this function):
-
-    * since / until: ``COALESCE(event_time, created_at) >= since`` / ``< until``;
-    * as_of: ``created_at <= as_of``, and unless include_invalid
-      ``(valid_until IS NULL OR valid_until > as_of)`` instead of ``valid_until IS NULL``."""
+    condition by condition (store/postgres_sql.py mirrors this function; the time and validity
+    conditions are ``base.time_sql``, shared by both)."""
     a = alias
     where = [f"{a}.namespace = ?"]
     args: builtins.list[Any] = [namespace]
@@ -121,25 +113,10 @@ def filter_sql(namespace: str, flt: Filter, alias: str = "m") -> tuple[str, buil
     if flt.created_before is not None:
         where.append(f"{a}.created_at < ?")
         args.append(flt.created_before)
-    _time_sql(a, flt, where, args)
+    more, more_args = time_sql(a, flt, "?")
+    where.extend(more)
+    args.extend(more_args)
     return " AND ".join(where), args
-
-
-def _time_sql(a: str, flt: Filter, where: builtins.list[str], args: builtins.list[Any]) -> None:
-    """The time and validity conditions of ``filter_sql``."""
-    when = EVENT_OR_CREATED.format(a=a)
-    for sql, value in ((f"{when} >= ?", flt.since), (f"{when} < ?", flt.until),
-                       (f"{a}.created_at <= ?", flt.as_of)):
-        if value is not None:
-            where.append(sql)
-            args.append(value)
-    if flt.include_invalid:
-        return
-    if flt.as_of is not None:
-        where.append(f"({a}.valid_until IS NULL OR {a}.valid_until > ?)")
-        args.append(flt.as_of)
-    else:
-        where.append(f"{a}.valid_until IS NULL")
 
 
 def _meta_sql(a: str, key: str, wanted: Any) -> tuple[str, builtins.list[Any]]:

@@ -1,15 +1,15 @@
 """The operations of ``Memory`` that a service exposes beyond reading and writing memories (a
-mixin, so engine.py stays one readable service): maintenance runs and previews, a memory's
-links and entities. Each is public so that every interface (CLI, REST, inspector, the remote
-client) calls the same method."""
+mixin, so engine.py stays one readable service): maintenance runs and previews, the link graph
+(link, unlink, neighbours, a memory's links) and entities. Each is public so that every
+interface (CLI, REST, inspector, the remote client) calls the same method."""
 
 from __future__ import annotations
 
 import builtins
 from typing import TYPE_CHECKING, Any
 
-from clawmemory.errors import InvalidInputError
-from clawmemory.validation import check_limit
+from clawmemory.errors import InvalidInputError, NotFoundError
+from clawmemory.validation import check_label, check_limit, check_ref, check_strength
 
 if TYPE_CHECKING:
     from clawmemory.components import Components
@@ -31,7 +31,7 @@ def _job_name(job: Any) -> str:
 
 
 class ServiceMixin:
-    """Maintenance, links and entities of one namespace."""
+    """Maintenance, the link graph and entities of one namespace."""
 
     store_backend: Store
     namespace: str
@@ -88,3 +88,55 @@ class ServiceMixin:
         found = layer[0].entities_of(self.namespace, [record.id]).get(record.id, [])
         return [{"id": p.id, "name": p.canonical_name, "type": str(p.type),
                  "aliases": list(p.aliases), "mention_count": p.mention_count} for p in found]
+
+    # --- graph (000) ---------------------------------------------------------------------------
+    def link(self, a: str, b: str, *, strength: float = 1.0, origin: str = "manual") -> bool:
+        """Link two memories (by id or key) both ways. False if either does not exist.
+        ``strength``: greater than 0, at most 1,000; linking again adds to it."""
+        strength = check_strength(strength)
+        label = check_label(origin, "origin")
+        if label is None:
+            raise InvalidInputError("origin must be non-empty text")
+        ra = self.store_backend.get(self.namespace, check_ref(a))
+        rb = self.store_backend.get(self.namespace, check_ref(b))
+        if ra is None or rb is None:
+            return False
+        return self.store_backend.link(
+            self.namespace, ra.id, rb.id, strength=strength, origin=label
+        )
+
+    def unlink(self, a: str, b: str) -> bool:
+        ra = self.store_backend.get(self.namespace, check_ref(a))
+        rb = self.store_backend.get(self.namespace, check_ref(b))
+        if ra is None or rb is None:
+            return False
+        return self.store_backend.unlink(self.namespace, ra.id, rb.id)
+
+    def neighbors(self, id_or_key: str, limit: int = 10) -> builtins.list[MemoryRecord]:
+        """Memories linked to this one, strongest link first."""
+        record = self.get(id_or_key)
+        links = self.store_backend.links(self.namespace, [record.id])[record.id]
+        ids = [lk.other_id for lk in links[: check_limit(limit)]]
+        return self.store_backend.get_many(self.namespace, ids)
+
+    # --- entities (004) ------------------------------------------------------------------------
+    def entity_info(self, name: str, *, limit: int = 20) -> dict[str, Any]:
+        """Everything known about an entity (004 get_entity_info): its profile (canonical name,
+        type, aliases, mention count) and the memories that mention it, newest first."""
+        name = check_ref(name, "entity name")
+        limit = check_limit(limit)
+        layer = self.components.entity_layer()
+        index = layer[0] if layer is not None else None
+        profile = index.profile(self.namespace, name) if index is not None else None
+        if index is None or profile is None:
+            raise NotFoundError(f"no entity named {name!r} in namespace {self.namespace!r}")
+        ids = index.memories_of(self.namespace, profile.id, limit)
+        return {
+            "id": profile.id,
+            "name": profile.canonical_name,
+            "type": str(profile.type),
+            "aliases": list(profile.aliases),
+            "mention_count": profile.mention_count,
+            "summary": profile.summary,
+            "memories": self.store_backend.get_many(self.namespace, ids),
+        }

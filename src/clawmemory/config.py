@@ -116,8 +116,8 @@ class PostgresSettings(Section):
     hnsw_ef_search: int = Field(default=100, ge=1, le=1000)  # HNSW search breadth
     # A namespace with fewer vectors is searched exactly (no index), as SQLite searches all.
     exact_search_rows: int = Field(default=5_000, ge=0)
-    # Keyword candidates picked by the rarest query terms before the full OR query (ADR 0015).
-    keyword_candidates: int = Field(default=10_000, ge=100)
+    # At most this many rows are ranked per keyword recall: ranking reads each (ADR 0015).
+    keyword_candidates: int = Field(default=5_000, ge=100)
 
     @model_validator(mode="after")
     def _pool_bounds(self) -> PostgresSettings:

@@ -246,7 +246,10 @@ class Retriever:
                 if c.via:
                     f.via = c.via
         if qv is not None and self.vectors is not None:  # cosine for every candidate, to explain
-            sims = self.vectors.similarities(req.namespace, qv, list(fused))
+            # The vector list's own scores are these cosines: ask only for the other candidates
+            # (on PostgreSQL each one is a row read).
+            unscored = [m for m, f in fused.items() if "cosine" not in f.lists.get("vector", {})]
+            sims = self.vectors.similarities(req.namespace, qv, unscored) if unscored else {}
             for mid, sim in sims.items():
                 fused[mid].lists.setdefault("vector", {})["cosine"] = round(sim, 6)
         if len(active) == 1 and len(lists) == 1:

@@ -96,7 +96,7 @@ class PostgresOptions:
         self.hnsw_ef_construction: int = values.get("hnsw_ef_construction", 64)
         self.hnsw_ef_search: int = values.get("hnsw_ef_search", 100)
         self.exact_search_rows: int = values.get("exact_search_rows", 5_000)
-        self.keyword_candidates: int = values.get("keyword_candidates", 10_000)
+        self.keyword_candidates: int = values.get("keyword_candidates", 5_000)
 
 
 class PostgresStore(SearchMixin, LifecycleMixin):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +34,37 @@ __all__ = ["SearchMixin"]
 
 TERM_CACHE_ROWS = 5000  # below this table size counts are exact on every query
 TERM_CACHE_MAX = 20_000
+COUNT_CAP = 1000  # rows read at most to count one term
+SIZE_TTL_S = 5.0
+
+
+def _candidate_plans(
+    order: Sequence[int], counts: Sequence[int], size: int, cap: int
+) -> builtins.list[tuple[str, builtins.list[int]]]:
+    """Which rows to rank, as (operator, terms) tried in turn until ``limit`` memories are
+    found, from the terms ordered rarest first. First any of the rarest terms while their
+    counts add up to ``cap``. When even the rarest term is more common than that: the rows
+    holding all of the fewest rarest terms expected (as if independent) to leave at most
+    ``cap`` rows (the rows BM25 ranks first), then the rows of the rarest term. Last, any
+    term."""
+    plans: builtins.list[tuple[str, builtins.list[int]]] = []
+    pickers: builtins.list[int] = []
+    total = 0
+    for i in order:
+        if total + counts[i] > cap:
+            break
+        pickers.append(i)
+        total += counts[i]
+    if pickers:
+        plans.append(("|", pickers))
+    elif len(order) > 1:
+        expected, k = float(size), 0
+        while k < len(order) and (k < 2 or expected > cap):
+            expected *= counts[order[k]] / size
+            k += 1
+        plans += [("&", builtins.list(order[:k])), ("|", [order[0]])]
+    whole = ("|", builtins.list(order))
+    return [p for p in plans if p != whole] + [whole]
 
 
 class SearchMixin:
@@ -53,16 +85,25 @@ class SearchMixin:
         return [max(w / top, 1e-6) for w in (source, content, tags, key)], top
 
     def _table_size(self) -> int:
-        return int(self._query("SELECT COALESCE(MAX(seq), 0) FROM memories")[0][0])
+        """The table's size (its highest row number), remembered for a few seconds once past
+        ``TERM_CACHE_ROWS``: from there on counts are only reused within 5% of it anyway."""
+        known: tuple[int, float] | None = getattr(self, "_size_seen", None)
+        if known is not None and known[0] > TERM_CACHE_ROWS and \
+                time.monotonic() - known[1] < SIZE_TTL_S:
+            return known[0]
+        size = int(self._query("SELECT COALESCE(MAX(seq), 0) FROM memories")[0][0])
+        self._size_seen = (size, time.monotonic())
+        return size
 
-    def _doc_counts(self, terms: Sequence[str], cap: int) -> tuple[builtins.list[int], int]:
-        """Rows matching each term (whole table, each up to ``cap`` + 1) and the table's size.
+    def _doc_counts(self, terms: Sequence[str]) -> tuple[builtins.list[int], int]:
+        """Rows matching each term (whole table) and the table's size.
 
-        A common word's count comes from the planner's statistics of the tsvector column
-        (``pg_stats.most_common_elems``, ANALYZE's frequency of the ~1,000 most common
-        lexemes): counting it would visit every row that holds it. Other terms are rare by
-        definition (below the list's cut-off) and are counted with the index. Counts are
-        remembered while the table stays within 5% of the size they were taken at."""
+        Counting a row means reading it from the table (PostgreSQL cannot count from a GIN
+        index alone), so counts are bounded. A common word's count comes from the planner's
+        statistics of the tsvector column (``pg_stats.most_common_elems``, ANALYZE's frequency
+        of the ~1,000 most common lexemes). Other terms are counted up to ``COUNT_CAP`` rows; a
+        term past it gets an estimate between the cap and the least frequent common lexeme.
+        Counts are remembered while the table stays within 5% of the size they were taken at."""
         size = self._table_size()
         out: dict[str, int] = {}
         todo = []
@@ -81,11 +122,17 @@ class SearchMixin:
             found = dict(zip(count, self._query("SELECT " + ", ".join(
                 "(SELECT count(*) FROM (SELECT 1 FROM memories WHERE fts @@"
                 " phraseto_tsquery('clawmem', %s) LIMIT %s) s)" for _ in count),
-                [x for t in count for x in (t, cap + 1)])[0], strict=True)) if count else {}
+                [x for t in count for x in (t, COUNT_CAP + 1)])[0], strict=True)) if count else {}
+            # Past the cap and not among the common lexemes: between the two.
+            rarest_common = min(common.values(), default=0.0) * size
+            past_cap = int(math.sqrt((COUNT_CAP + 1) * max(rarest_common, COUNT_CAP + 1)))
             if len(self._term_counts) >= TERM_CACHE_MAX:
                 self._term_counts.clear()
             for t in todo:
-                n = int(found[t]) if t in found else int(common[lexeme[t]] * size)
+                if t in found:
+                    n = int(found[t]) if int(found[t]) <= COUNT_CAP else past_cap
+                else:
+                    n = int(common[lexeme[t]] * size)
                 out[t] = n
                 self._term_counts[t] = (n, size)
         return [out[t] for t in terms], size
@@ -114,30 +161,27 @@ class SearchMixin:
         if not folded or limit <= 0:
             return []
         cap = self.options.keyword_candidates
-        counts, size = self._doc_counts(folded, cap)
+        counts, size = self._doc_counts(folded)
         size = max(size, 1)
         idf = [math.log(1 + (size - n + 0.5) / (n + 0.5)) for n in counts]
         order = sorted(range(len(folded)), key=lambda i: counts[i])
-        pickers: builtins.list[int] = []
-        total = 0
-        for i in order:
-            if pickers and total + counts[i] > cap:
+        found: dict[str, tuple[Any, ...]] = {}
+        for plan in _candidate_plans(order, counts, size, cap):
+            for r in self._ranked(namespace, folded, idf, plan, flt, limit, cap):
+                found.setdefault(r[0], r)
+            if len(found) >= limit:
                 break
-            pickers.append(i)
-            total += counts[i]
-        rows: builtins.list[tuple[Any, ...]] = []
-        if len(pickers) < len(folded):
-            rows = self._ranked(namespace, folded, idf, pickers, flt, limit)
-        if len(rows) < limit:
-            rows = self._ranked(namespace, folded, idf, order, flt, limit)
+        rows = sorted(found.values(), key=lambda r: (-r[8], -r[9]))[:limit]
         return [rank_hit(r) for r in rows]
 
     def _ranked(
         self, namespace: str, terms: Sequence[str], idf: Sequence[float],
-        pickers: Sequence[int], flt: Filter, limit: int,
+        match: tuple[str, Sequence[int]], flt: Filter, limit: int, cap: int,
     ) -> builtins.list[tuple[Any, ...]]:
-        """The best ``limit`` memories matching any of the ``pickers`` terms, each scored by
-        every term: Σ idf × ts_rank."""
+        """The best ``limit`` of at most ``cap`` memories matching ``match`` (the terms it
+        names, joined by ``|`` or ``&``), each scored by every term: Σ idf × ts_rank. The
+        ``cap`` rows are the first the index gives, in no particular order: ranking costs a
+        read of each row, so the work is bounded whatever the words."""
         weights, top = self._rank_weights()
         where, args = filter_sql(namespace, flt)
         qs = ", ".join(f"phraseto_tsquery('clawmem', %s) AS q{i}" for i in range(len(terms)))
@@ -146,11 +190,12 @@ class SearchMixin:
         score_args: builtins.list[Any] = []
         for i in range(len(terms)):
             score_args += [idf[i] * top, weights]
-        match = " || ".join(f"q.q{i}" for i in pickers)
+        joined = f" {'||' if match[0] == '|' else '&&'} ".join(f"q.q{i}" for i in match[1])
         return self._query(
-            f"SELECT {RANK_SELECT}, ({score}) AS rel FROM (SELECT {qs}) q, memories m"
-            f" WHERE m.fts @@ ({match}) AND {where} ORDER BY rel DESC, m.seq DESC LIMIT %s",
-            [*score_args, *terms, *args, limit])
+            f"SELECT * FROM (SELECT {RANK_SELECT}, ({score}) AS rel, m.seq FROM (SELECT {qs}) q,"
+            f" memories m WHERE m.fts @@ ({joined}) AND {where} LIMIT %s) s"
+            " ORDER BY rel DESC, seq DESC LIMIT %s",
+            [*score_args, *terms, *args, cap, limit])
 
     def rank_info(self, namespace: str, ids: Sequence[str], flt: Filter) -> dict[str, RankInfo]:
         if not ids:

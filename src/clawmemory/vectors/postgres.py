@@ -1,8 +1,9 @@
 """Vectors in PostgreSQL: pgvector's ``vec_memories`` table with an HNSW index (cosine), the
 model and dimension locked in ``meta``, and the vector queue (ADR 0013) as a table.
 
-Nothing is cached in a process: every replica searches the same rows, so a vector one replica
-stores is found by the next search of any other (ADR 0015). Similarity is cosine around the
+No row is cached in a process: every replica searches the same rows, so a vector one replica
+stores is found by the next search of any other (ADR 0015); only a large namespace's centre is
+remembered for two seconds. Similarity is cosine around the
 namespace's mean vector (ADR 0007), as on SQLite:
 
     cos_c(q, d) = (d·q − d·c − q·c + c·c) / (|q − c| · |d − c|),  |d − c|² = 1 − 2 d·c + c·c
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import random
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -37,6 +39,7 @@ QueueEntry = tuple[str, str, int, int]
 _CENTRED = ("((-(v.embedding <#> %(q)s)) - (-(v.embedding <#> %(c)s)) - %(qc_cc)s)"
             " / (%(qn)s * sqrt(greatest(1 + 2 * (v.embedding <#> %(c)s) + %(cc)s, 1e-12)))")
 _PLAIN = "(-(v.embedding <#> %(q)s))"
+CENTRE_TTL_S = 2.0
 
 
 def _unit(v: Any) -> F32:
@@ -50,6 +53,7 @@ class PostgresVectors:
         self.store = store
         self.centre_min_rows = centre_min_rows
         self.dimension: int | None = None
+        self._centres: dict[str, tuple[F32 | None, int, float]] = {}
 
     # --- binding -------------------------------------------------------------------------------
     def bind(self, model: str, dimension: int) -> str | None:
@@ -84,6 +88,7 @@ class PostgresVectors:
         self.dimension = dimension
 
     def reset(self, model: str, dimension: int) -> None:
+        self._centres.clear()
         with self.store.write():
             self.store.execute("DROP TABLE IF EXISTS vec_memories")
             self.store.execute("DROP TABLE IF EXISTS vector_centres")
@@ -143,6 +148,7 @@ class PostgresVectors:
         """Nothing to do: a vector is deleted with its memory (foreign key)."""
 
     def drop_namespace(self, namespace: str) -> None:
+        self._centres.pop(namespace, None)
         if self.dimension is None:
             return
         with self.store.write():
@@ -152,7 +158,18 @@ class PostgresVectors:
     # --- reading -------------------------------------------------------------------------------
     def _centre(self, namespace: str) -> tuple[F32 | None, int]:
         """The namespace's centre (None below ``centre_min_rows`` vectors) and its row count,
-        recomputed when the rows stored since moved the count by 10%."""
+        recomputed when the rows stored since moved the count by 10%. A large namespace's
+        centre (past ``exact_search_rows``) is remembered for ``CENTRE_TTL_S``: a recall reads
+        it up to three times, and it moves only when a tenth of the rows are new."""
+        known = self._centres.get(namespace)
+        if known is not None and time.monotonic() - known[2] < CENTRE_TTL_S:
+            return known[0], known[1]
+        centre, n = self._read_centre(namespace)
+        if n > self.store.options.exact_search_rows:
+            self._centres[namespace] = (centre, n, time.monotonic())
+        return centre, n
+
+    def _read_centre(self, namespace: str) -> tuple[F32 | None, int]:
         rows = self.store._query("SELECT centre, centre_rows, added FROM vector_centres WHERE"
                                  " namespace = %s", (namespace,))
         if not rows:

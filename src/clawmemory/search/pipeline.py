@@ -122,7 +122,11 @@ class Retriever:
 
     def vector(self, req: RecallRequest, qv: npt.NDArray[np.float32], pool: int) -> Candidates:
         assert self.vectors is not None
-        found = self.vectors.search(req.namespace, qv, pool * 2)
+        # Headroom for the neighbours the filter drops: a restrictive filter may drop many, no
+        # filter only the invalidated (corrected) ones. On PostgreSQL each neighbour is an
+        # index walk step and a row read.
+        k = pool * 2 if req.flt.restrictive else pool + max(10, pool // 5)
+        found = self.vectors.search(req.namespace, qv, k)
         items = self._records(req, found, pool)
         if len(items) < req.limit and req.flt.restrictive:
             # The filter removed most neighbours: search again among the allowed ids only.

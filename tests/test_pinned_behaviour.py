@@ -313,6 +313,24 @@ def test_restore_brings_back_the_entity_links(mem: Memory, clock: Clock) -> None
     assert (info["mention_count"], [r.id for r in info["memories"]]) == (1, [rid])
 
 
+def test_restoring_an_invalidated_memory_queues_no_vector(
+    tmp_path: Path, clock: Clock, default_embedder: Any
+) -> None:
+    # Pins that an invalidated memory comes back without a vector-queue row (only valid ones
+    # are re-indexed): a queued row would give it a vector on the next embedding pass.
+    with Memory.open(tmp_path / "m.db", settings=Settings(), clock=clock,
+                     embedder=default_embedder) as mem:
+        old = mem.store("the user was halfway through the checklist", kind="conversation")
+        new = mem.correct(old, "the user finished the checklist").id
+        clock.advance(8 * DAY)
+        assert lifecycle.hygiene_purge(mem).counts == {"hygiene_archived": 2}
+        restored = mem.restore(old)
+        assert (restored.id, restored.valid_until) == (old, START)
+        assert mem.stats()["vectors_queued"] == 0
+        assert mem.restore(new).valid_until is None
+        assert mem.stats()["vectors_queued"] == 0
+
+
 def test_archived_memories_leave_the_vector_index(clock: Clock, default_embedder: Any) -> None:
     # Pins that archiving drops the in-RAM vectors: stale ones would fill the vector list.
     cfg = Settings(recall={"candidate_pool": 1}, lifecycle={"knowledge_survival_chance": 0.0})

@@ -373,3 +373,18 @@ def test_each_step_previews_with_dry_run_and_writes_nothing(
                "decay": [("decay", "invalidate", fact)],
                "prune": [("prune", "archive", chat), ("prune", "archive", fact)]}[step]
     assert [(c.step, c.action, c.record.id) for c in report.changes] == planned
+
+
+@pytest.mark.parametrize("backend", backend_params("sqlite"), indirect=True)
+def test_a_preview_shows_the_first_60_characters_of_a_memory_on_one_line(
+    mem: Memory, clock: Clock
+) -> None:
+    # Pins the preview's content: blanks collapsed to one space, cut to 59 characters and "…"
+    # past 60, whole at exactly 60.
+    sixty = "a" * 28 + "\n\n  " + "b" * 31  # 60 characters once the blanks are one space
+    longer = "c" * 30 + "\t" + "d" * 30  # 61
+    for text in (sixty, longer):
+        mem.store(text, kind="conversation")
+    clock.advance(8 * DAY)
+    shown = [c.to_dict()["content"] for c in lifecycle.hygiene_purge(mem, dry_run=True).changes]
+    assert shown == ["a" * 28 + " " + "b" * 31, "c" * 30 + " " + "d" * 28 + "…"]

@@ -6,6 +6,7 @@ mutmut's survivors; docs/testing.md). Numbers are asserted exactly, through the 
 from __future__ import annotations
 
 import math
+import random
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -14,11 +15,12 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from clawmemory import InvalidInputError, Memory, NotFoundError, Settings
+from clawmemory import InvalidInputError, Memory, NotFoundError, Settings, lifecycle
+from clawmemory.lifecycle import Report
 from clawmemory.portability import read_source
 from clawmemory.store.memory import MemoryStore
 from clawmemory.tools import call_tool
-from conftest import DAY, START, Clock
+from conftest import DAY, START, Clock, backend_params
 
 KEYWORD = Settings(embedder={"provider": "none"})
 
@@ -217,3 +219,172 @@ def test_sclaw_summaries_keep_their_own_time(tmp_path: Path) -> None:
     jan_15 = 1_705_316_400.0  # 2024-01-15 11:00:00 UTC
     assert when == {"s1": (jan_15, jan_15, imported_at),
                     "s2": (imported_at, imported_at, imported_at)}
+
+
+# --- the archive and the lifecycle steps (lifecycle.py) ------------------------------------------
+def idle_out(mem: Memory, clock: Clock) -> list[str]:
+    """Archive every fact the way a user's store does: 31 idle days, then the idle purge (000).
+    Its rolls come from a seeded source whose first ten all lose (above the 5% survival chance).
+    Returns the archived ids, as ``archived()`` lists them."""
+    clock.advance(31 * DAY)
+    lifecycle.knowledge_decay(mem, random.Random(0))
+    return [e.record.id for e in mem.archived(limit=100)]
+
+
+def test_archive_recall_scores_each_hit_by_its_rank(mem: Memory, clock: Clock) -> None:
+    # Pins the RRF-shaped score 1 / (rrf_k + rank) with ranks from 1, and the explanation.
+    for n in range(3):
+        mem.store(f"zebrafinch note {n}", kind="fact")
+    assert len(idle_out(mem, clock)) == 3
+    hits = mem.recall("zebrafinch", archive=True)
+    assert [(h.score, h.explain.lists, h.explain.fused, h.explain.final, h.explain.via)
+            for h in hits] == [(1 / (60 + rank), {"archive": {"rank": float(rank)}},
+                                1 / (60 + rank), 1 / (60 + rank), "archive")
+                               for rank in (1, 2, 3)]
+    assert [type(h.score) for h in hits] == [float] * 3
+
+
+def test_archive_recall_names_the_terms_found_in_key_tags_and_source(
+    mem: Memory, clock: Clock
+) -> None:
+    # Pins the text matched_terms is read from: key, content, tags and source, each once, and
+    # nothing for a memory without key or source.
+    full = mem.store("travel plans", key="zanzibar", kind="fact", tags=["alpha", "beta"],
+                     source="telegram")
+    bare = mem.store("travel diary", kind="fact")
+    assert sorted(idle_out(mem, clock)) == sorted([full, bare])
+    hits = mem.recall("zanzibar alpha beta telegram travel xxxx", archive=True)
+    assert {h.memory.id: h.explain.matched_terms for h in hits} == {
+        full: ("zanzibar", "alpha", "beta", "telegram", "travel"), bare: ("travel",)}
+
+
+def test_archive_recall_returns_the_limit_asked_for_else_the_configured_one(
+    mem: Memory, clock: Clock
+) -> None:
+    # Pins that an explicit limit wins and that no limit means recall.limit (5).
+    for n in range(7):
+        mem.store(f"zebrafinch note {n}", kind="fact")
+    assert len(idle_out(mem, clock)) == 7
+    assert len(mem.recall("zebrafinch", archive=True, limit=6)) == 6
+    assert len(mem.recall("zebrafinch", archive=True, limit=2)) == 2
+    assert len(lifecycle.recall_archive(mem, "zebrafinch")) == 5
+    assert len(lifecycle.recall_archive(mem, "zebrafinch", 7)) == 7
+
+
+def test_archive_recall_of_a_query_that_is_not_text_finds_nothing(
+    mem: Memory, clock: Clock
+) -> None:
+    # Pins lifecycle.recall_archive's answer to a non-text query: nothing, not a TypeError.
+    mem.store("42 zebrafinch notes", kind="fact")
+    assert len(idle_out(mem, clock)) == 1
+    assert lifecycle.recall_archive(mem, 42) == []  # type: ignore[arg-type]
+    assert lifecycle.recall_archive(mem, None) == []  # type: ignore[arg-type]
+
+
+def test_restore_refuses_an_empty_id_as_bad_input(mem: Memory, clock: Clock) -> None:
+    # Pins lifecycle.restore's own check: an empty id is bad input (not "not found").
+    mem.store("travel plans", kind="fact")
+    assert len(idle_out(mem, clock)) == 1
+    for bad in ("", None, 7):
+        with pytest.raises(InvalidInputError,
+                           match=r"^an archived memory's id must be non-empty text$"):
+            lifecycle.restore(mem, bad)  # type: ignore[arg-type]
+
+
+def test_restore_of_an_unknown_id_or_a_key_names_it(mem: Memory, clock: Clock) -> None:
+    # Pins the NotFoundError message, also for a key (restore takes ids only).
+    mem.store("old deploy notes", key="deploy", kind="fact")
+    assert len(idle_out(mem, clock)) == 1
+    for ref in ("nope", "deploy"):
+        with pytest.raises(NotFoundError) as caught:
+            mem.restore(ref)
+        assert str(caught.value) == (
+            f"no archived memory with id {ref!r} in namespace {mem.namespace!r}")
+
+
+def test_restore_brings_back_the_entity_links(mem: Memory, clock: Clock) -> None:
+    # Pins that a restored (valid) memory is linked to the names it mentions again.
+    rid = mem.store("Alice Cooper plays the guitar", kind="fact")
+    assert idle_out(mem, clock) == [rid]
+    with pytest.raises(NotFoundError):
+        mem.entity_info("Alice Cooper")
+    mem.restore(rid)
+    info = mem.entity_info("Alice Cooper")
+    assert (info["mention_count"], [r.id for r in info["memories"]]) == (1, [rid])
+
+
+def test_restoring_an_invalidated_memory_queues_no_vector(
+    tmp_path: Path, clock: Clock, default_embedder: Any
+) -> None:
+    # Pins that an invalidated memory comes back without a vector-queue row (only valid ones
+    # are re-indexed): a queued row would give it a vector on the next embedding pass.
+    with Memory.open(tmp_path / "m.db", settings=Settings(), clock=clock,
+                     embedder=default_embedder) as mem:
+        old = mem.store("the user was halfway through the checklist", kind="conversation")
+        new = mem.correct(old, "the user finished the checklist").id
+        clock.advance(8 * DAY)
+        assert lifecycle.hygiene_purge(mem).counts == {"hygiene_archived": 2}
+        restored = mem.restore(old)
+        assert (restored.id, restored.valid_until) == (old, START)
+        assert mem.stats()["vectors_queued"] == 0
+        assert mem.restore(new).valid_until is None
+        assert mem.stats()["vectors_queued"] == 0
+
+
+def test_archived_memories_leave_the_vector_index(clock: Clock, default_embedder: Any) -> None:
+    # Pins that archiving drops the in-RAM vectors: stale ones would fill the vector list.
+    cfg = Settings(recall={"candidate_pool": 1}, lifecycle={"knowledge_survival_chance": 0.0})
+    mem = Memory(MemoryStore(), cfg, clock=clock, embedder=default_embedder)
+    facts = [mem.store(f"the zebra finch sings song number {n}", kind="fact") for n in range(4)]
+    core = mem.store("zebra finches are small birds", kind="core")  # further from the query
+    clock.advance(31 * DAY)
+    assert lifecycle.knowledge_decay(mem).counts == {"idle_archived": 4, "idle_survived": 0}
+    assert sorted(e.record.id for e in mem.archived()) == sorted(facts)
+    # pool max(1, 2 x limit) = 2: the vector list reads the 4 nearest vectors
+    assert [h.memory.id for h in mem.recall("zebra finch song", mode="vector", limit=1)] == [
+        core]
+
+
+STEPS = {"hygiene": lifecycle.hygiene_purge, "idle": lifecycle.knowledge_decay,
+         "decay": lifecycle.confidence_decay, "prune": lifecycle.prune}
+
+
+@pytest.mark.parametrize("backend", backend_params("sqlite"), indirect=True)
+@pytest.mark.parametrize("step", list(STEPS))
+def test_each_step_previews_with_dry_run_and_writes_nothing(
+    mem: Memory, clock: Clock, step: str
+) -> None:
+    # Pins dry_run=True of each step on its own: the plan comes back, the store is untouched.
+    cfg = mem.settings.model_copy(update={"lifecycle": mem.settings.lifecycle.model_copy(
+        update={"knowledge_survival_chance": 0.0, "max_size_bytes": 1, "prune_percent": 100})})
+    small = Memory(mem.store_backend, cfg, clock=clock)
+    chat = small.store("the user was halfway through the checklist", kind="conversation")
+    fact = small.store("the wifi password is hunter2", kind="fact")
+    clock.advance(31 * DAY)
+
+    def state() -> tuple[list[dict[str, Any]], list[str]]:
+        rows = [r.to_dict() for r in small.list(include_invalid=True, order="oldest")]
+        return rows, [e.record.id for e in small.archived()]
+
+    before = state()
+    report: Report = STEPS[step](small, dry_run=True)
+    assert state() == before
+    planned = {"hygiene": [("hygiene", "archive", chat)], "idle": [("idle", "archive", fact)],
+               "decay": [("decay", "invalidate", fact)],
+               "prune": [("prune", "archive", chat), ("prune", "archive", fact)]}[step]
+    assert [(c.step, c.action, c.record.id) for c in report.changes] == planned
+
+
+@pytest.mark.parametrize("backend", backend_params("sqlite"), indirect=True)
+def test_a_preview_shows_the_first_60_characters_of_a_memory_on_one_line(
+    mem: Memory, clock: Clock
+) -> None:
+    # Pins the preview's content: blanks collapsed to one space, cut to 59 characters and "…"
+    # past 60, whole at exactly 60.
+    sixty = "a" * 28 + "\n\n  " + "b" * 31  # 60 characters once the blanks are one space
+    longer = "c" * 30 + "\t" + "d" * 30  # 61
+    for text in (sixty, longer):
+        mem.store(text, kind="conversation")
+    clock.advance(8 * DAY)
+    shown = [c.to_dict()["content"] for c in lifecycle.hygiene_purge(mem, dry_run=True).changes]
+    assert shown == ["a" * 28 + " " + "b" * 31, "c" * 30 + " " + "d" * 28 + "…"]

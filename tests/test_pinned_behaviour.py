@@ -130,6 +130,23 @@ def test_forget_namespace_forgets_its_entities(mem: Memory) -> None:
         1, ["Alice Cooper sings"])
 
 
+def test_mention_counts_follow_forget_archive_and_restore(mem: Memory, clock: Clock) -> None:
+    # Entity recall weighs each name by 1/mention_count: the count is the memories that
+    # mention it now. SQLite and PostgreSQL once kept counting forgotten and archived ones.
+    ids = [mem.store(f"Alice Cooper called about the {w}", kind="fact")
+           for w in ("roof", "gutter", "fence")]
+    assert mem.entity_info("Alice Cooper")["mention_count"] == 3
+    mem.forget(ids[0])
+    assert mem.entity_info("Alice Cooper")["mention_count"] == 2
+    assert sorted(idle_out(mem, clock)) == sorted(ids[1:])
+    mem.restore(ids[1])
+    assert mem.entity_info("Alice Cooper")["mention_count"] == 1
+    mem.restore(ids[2])
+    info = mem.entity_info("Alice Cooper")
+    assert (info["mention_count"], sorted(r.id for r in info["memories"])) == (
+        2, sorted(ids[1:]))
+
+
 def test_forget_takes_the_memory_out_of_its_entity(mem: Memory) -> None:
     a = mem.store("Alice Cooper plays the guitar")
     b = mem.store("Alice Cooper sings")

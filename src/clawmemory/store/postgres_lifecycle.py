@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import json
+from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -65,10 +66,15 @@ class LifecycleMixin:
             "DELETE FROM memory_entities WHERE namespace = %s AND memory_id = ANY(%s)"
             " RETURNING entity_id", (ns, ids)).fetchall()]
         if touched:
-            # An entity nobody mentions any more is text of the dropped memory.
+            # An entity nobody mentions any more is text of the dropped memory; the others are
+            # mentioned by that many fewer memories (entity ranking weighs 1/mention_count).
             self.execute("DELETE FROM entities e WHERE e.id = ANY(%s) AND NOT EXISTS (SELECT 1"
                          " FROM memory_entities me WHERE me.entity_id = e.id)",
                          (builtins.list(set(touched)),))
+            dropped = Counter(touched)
+            self.execute("UPDATE entities e SET mention_count = greatest(e.mention_count - d.n,"
+                         " 1) FROM unnest(%s::text[], %s::bigint[]) AS d(id, n) WHERE e.id = d.id",
+                         (builtins.list(dropped), builtins.list(dropped.values())))
 
     def _delete_ids(self, ns: str, ids: Sequence[str]) -> int:
         self._drop_vectors_and_entities(ns, ids)

@@ -633,16 +633,19 @@ class SQLiteStore:
                 f"SELECT seq FROM memories WHERE namespace = ? AND id IN ({marks})", (ns, *ids))]
             for seq in seqs:
                 c.execute("DELETE FROM vec_memories WHERE seq = ?", (seq,))
-        touched = [r[0] for r in c.execute(
-            f"SELECT DISTINCT entity_id FROM memory_entities WHERE namespace = ? AND memory_id"
-            f" IN ({marks})", (ns, *ids))]
+        dropped = c.execute(
+            f"SELECT entity_id, COUNT(*) FROM memory_entities WHERE namespace = ? AND memory_id"
+            f" IN ({marks}) GROUP BY entity_id", (ns, *ids)).fetchall()
         c.execute(f"DELETE FROM memory_entities WHERE namespace = ? AND memory_id IN ({marks})",
                   (ns, *ids))
-        if touched:
-            # An entity nobody mentions any more is text of the dropped memory.
-            c.execute(f"DELETE FROM entities WHERE id IN ({', '.join('?' * len(touched))}) AND"
+        if dropped:
+            # An entity nobody mentions any more is text of the dropped memory; the others are
+            # mentioned by that many fewer memories (entity ranking weighs 1/mention_count).
+            c.execute(f"DELETE FROM entities WHERE id IN ({', '.join('?' * len(dropped))}) AND"
                       " NOT EXISTS (SELECT 1 FROM memory_entities me WHERE me.entity_id ="
-                      " entities.id)", touched)
+                      " entities.id)", [e for e, _ in dropped])
+            c.executemany("UPDATE entities SET mention_count = max(mention_count - ?, 1) WHERE"
+                          " id = ?", [(n, e) for e, n in dropped])
 
     def replace_many(self, records: Sequence[MemoryRecord]) -> None:
         with self.write():

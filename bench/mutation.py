@@ -3,6 +3,7 @@
     .venv/bin/python bench/mutation.py                      # every core module, one after another
     .venv/bin/python bench/mutation.py lifecycle tools      # some of them
     .venv/bin/python bench/mutation.py --resume lifecycle   # only the mutants without a result
+    .venv/bin/python bench/mutation.py --survivors lifecycle  # the survivors again, after new tests
     .venv/bin/python bench/mutation.py --report             # the scores of what has run, no run
 
 mutmut (the ``[tool.mutmut]`` table in pyproject.toml) copies ``src/`` into ``mutants/`` with
@@ -150,6 +151,8 @@ def main() -> None:
                     help=f"some of: {', '.join(MODULES)} (default: all, in that order)")
     ap.add_argument("--resume", action="store_true",
                     help="run only the mutants that have no result yet")
+    ap.add_argument("--survivors", action="store_true",
+                    help="run again only the survivors (after adding tests for them)")
     ap.add_argument("--report", action="store_true", help="print the scores, run nothing")
     ap.add_argument("--jobs", type=int, default=2, help="mutants tested at once (default 2)")
     ap.add_argument("--show", type=int, default=200,
@@ -167,9 +170,10 @@ def main() -> None:
         env = {**os.environ, "PYTHONPATH": str(MUTANTS / "src")}
         for name in modules:
             names = [MODULES[name]]
-            if args.resume and results():
+            if (args.resume or args.survivors) and results():
+                wanted = {None} if args.resume else {"survived", "no tests"}
                 names = [m for m, code in results().items()
-                         if module_of(m) == name and code is None]
+                         if module_of(m) == name and STATUS.get(code) in wanted]
                 if not names:
                     continue
             print(f"== {name}: mutmut run {' '.join(names[:3])}{' ...' * (len(names) > 3)}",

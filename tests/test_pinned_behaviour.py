@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import random
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +17,14 @@ import numpy.typing as npt
 import pytest
 
 from clawmemory import InvalidInputError, Memory, NotFoundError, Settings, lifecycle
-from clawmemory.lifecycle import Report
+from clawmemory.lifecycle import DECAYED_AT, Report
+from clawmemory.model import KINDS
 from clawmemory.portability import read_source
+from clawmemory.store.base import Store
 from clawmemory.store.memory import MemoryStore
 from clawmemory.tools import call_tool
 from conftest import DAY, START, Clock, backend_params
+from test_lifecycle import make
 
 KEYWORD = Settings(embedder={"provider": "none"})
 
@@ -405,3 +409,103 @@ def test_a_preview_shows_the_first_60_characters_of_a_memory_on_one_line(
     clock.advance(8 * DAY)
     shown = [c.to_dict()["content"] for c in lifecycle.hygiene_purge(mem, dry_run=True).changes]
     assert shown == ["a" * 28 + " " + "b" * 31, "c" * 30 + " " + "d" * 28 + "…"]
+
+
+def test_hygiene_max_age_of_one_second_archives_what_is_idle_for_two(
+    mem: Memory, clock: Clock
+) -> None:
+    # Pins that every positive hygiene_max_age_s purges, 1 second included (only 0 disables).
+    chat = mem.store("the user was halfway through the checklist", kind="conversation")
+    clock.advance(2)
+    assert lifecycle.hygiene_purge(make(mem, hygiene_max_age_s=1)).counts == {
+        "hygiene_archived": 1}
+    assert [e.record.id for e in mem.archived()] == [chat]
+
+
+def test_decay_counts_from_creation_on_a_clock_that_starts_at_zero(store: Store) -> None:
+    # Pins where decay time starts when no usable last run is recorded (none, not a time, not
+    # finite): the idle clock alone, even at the epoch (a stand-in start of 1 s would show).
+    clock = Clock(0.0)
+    mem = Memory(store, KEYWORD, clock=clock)
+    ids = [mem.store(f"fact {n}", kind="fact", metadata=extra) for n, extra in enumerate(
+        ({}, {DECAYED_AT: "not a time"}, {DECAYED_AT: "inf"}))]
+    clock.advance(DAY)
+    assert lifecycle.confidence_decay(mem).counts == {"decayed": 3, "invalidated": 0}
+    for rid in ids:
+        assert mem.get(rid).confidence == pytest.approx(math.exp(-0.1), rel=1e-12)
+
+
+def test_when_no_kind_decays_no_memory_does_whatever_its_own_rate(
+    mem: Memory, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Pins that the kinds table alone picks what decays: with no decaying kind, a fact that
+    # still carries its rate of 0.1 keeps its confidence.
+    rid = mem.store("the wifi password is hunter2", kind="fact")
+    monkeypatch.setattr(lifecycle, "KINDS", {name: replace(policy, decay_rate=0.0)
+                                             for name, policy in KINDS.items()})
+    clock.advance(10 * DAY)
+    assert lifecycle.confidence_decay(mem).counts == {"decayed": 0, "invalidated": 0}
+    assert (mem.get(rid).decay_rate, mem.get(rid).confidence) == (0.1, 1.0)
+
+
+def test_decay_explains_each_change_and_stamps_an_invalidation(
+    mem: Memory, clock: Clock
+) -> None:
+    # Pins the reasons a decay run gives, and that invalidating a memory is an update of it
+    # (updated_at and valid_until both now).
+    kept = mem.store("the wifi password is hunter2", kind="fact")
+    faint = mem.store("the user may like jazz", kind="preference", confidence=0.05)
+    clock.advance(DAY)
+    report = lifecycle.confidence_decay(mem)
+    assert [(c.action, c.record.id, c.reason) for c in report.changes] == [
+        ("decay", kept, "confidence 1 -> 0.905 after 1.0 more idle days at rate 0.1/day"),
+        ("invalidate", faint, "confidence 0.05 -> 0.0452 after 1.0 more idle days at rate"
+         " 0.1/day: under decay_threshold 0.05, invalidated (kept in the store)")]
+    stamped = mem.get(faint)
+    assert (stamped.valid_until, stamped.updated_at) == (START + DAY, START + DAY)
+    assert mem.get(kept).updated_at == START
+
+
+def test_decay_to_exactly_the_threshold_keeps_the_memory_valid(
+    mem: Memory, clock: Clock
+) -> None:
+    # Pins "under decay_threshold": a confidence equal to it is not under it.
+    rid = mem.store("the wifi password is hunter2", kind="fact")
+    clock.advance(DAY)  # exactly one idle day: 1.0 -> e^-0.1
+    report = lifecycle.confidence_decay(make(mem, decay_threshold=math.exp(-0.1)))
+    assert report.counts == {"decayed": 1, "invalidated": 0}
+    assert (mem.get(rid).confidence, mem.get(rid).is_valid) == (math.exp(-0.1), True)
+
+
+@pytest.mark.parametrize("backend", backend_params("sqlite", "json"), indirect=True)
+def test_prune_starts_only_above_the_size_limit(mem: Memory, clock: Clock) -> None:
+    # Pins "live data larger than max_size_bytes": at exactly the limit nothing is archived.
+    ids = [mem.store(f"fact {n}", kind="fact") for n in range(2)]
+    size = lifecycle.prune(mem).counts["live_bytes"]  # the default 100 MB: nothing to do
+    at_limit = lifecycle.prune(make(mem, max_size_bytes=size, prune_percent=100))
+    assert at_limit.counts == {"prune_archived": 0, "live_bytes": size}
+    over = lifecycle.prune(make(mem, max_size_bytes=size - 1, prune_percent=100))
+    assert over.counts == {"prune_archived": 2, "live_bytes": size}
+    assert sorted(e.record.id for e in mem.archived()) == sorted(ids)
+
+
+@pytest.mark.parametrize("backend", backend_params("sqlite", "json"), indirect=True)
+def test_prune_takes_the_percent_of_the_pool_rounded_up(mem: Memory, clock: Clock) -> None:
+    # Pins n = ceil(pool x percent / 100): 33.5% of 3 memories is 1.005, so 2 are archived.
+    ids = [mem.store(f"fact {n}", kind="fact") for n in range(3)]
+    report = lifecycle.prune(make(mem, max_size_bytes=1, prune_percent=33.5))
+    assert report.counts["prune_archived"] == 2
+    assert [c.record.id for c in report.changes] == ids[:2]  # equal weights: oldest first
+
+
+@pytest.mark.parametrize("backend", backend_params("sqlite", "json"), indirect=True)
+def test_prune_explains_each_archive_with_the_size_and_the_weight(
+    mem: Memory, clock: Clock
+) -> None:
+    # Pins the reason a pruned memory is given: the measure, the limit, the percent, its weight.
+    dead = mem.store("the user was halfway through the checklist", kind="fact")
+    mem.correct(dead, "the user finished the checklist")
+    report = lifecycle.prune(make(mem, max_size_bytes=10, prune_percent=50))
+    size = report.counts["live_bytes"]
+    assert [(c.record.id, c.reason) for c in report.changes] == [
+        (dead, f"live data {size} bytes > max_size_bytes 10: in the bottom 50% by weight (0)")]

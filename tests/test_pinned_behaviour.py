@@ -5,6 +5,7 @@ mutmut's survivors; docs/testing.md). Numbers are asserted exactly, through the 
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import sqlite3
@@ -421,6 +422,62 @@ def test_hygiene_max_age_of_one_second_archives_what_is_idle_for_two(
         "hygiene_archived": 1}
     assert [e.record.id for e in mem.archived()] == [chat]
 
+
+def imported_with_rate(mem: Memory, content: str, kind: str, rate: float) -> str:
+    """A memory imported from a snapshot that gives it a decay rate of its own."""
+    scratch = mem.with_namespace("scratch")
+    rid = scratch.store(content, kind=kind)
+    snapshot = json.loads(scratch.export_snapshot())
+    snapshot["entries"][0]["decay_rate"] = rate
+    scratch.forget_namespace()
+    assert mem.import_snapshot(json.dumps(snapshot))["created"] == 1
+    assert mem.get(rid).decay_rate == rate
+    return rid
+
+
+def test_idle_purge_spares_a_kind_that_never_decays_whatever_the_memorys_own_rate(
+    mem: Memory, clock: Clock
+) -> None:
+    # Pins that the idle purge picks memories by kind: an imported core memory carrying a rate
+    # of 0.1 stays, a fact as idle goes.
+    core = imported_with_rate(mem, "I am the agent's identity", "core", 0.1)
+    fact = mem.store("the wifi password is hunter2", kind="fact")
+    clock.advance(31 * DAY)
+    assert lifecycle.knowledge_decay(make(mem, knowledge_survival_chance=0.0)).counts == {
+        "idle_archived": 1, "idle_survived": 0}
+    assert [e.record.id for e in mem.archived()] == [fact]
+    assert mem.get(core).kind == "core"
+
+
+def test_idle_purge_takes_kinds_marked_for_it_that_decay(
+    mem: Memory, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Pins the kinds table's two conditions, both needed: a kind marked for the idle purge that
+    # never decays is spared (even a memory of it with a rate of its own), and so is a decaying
+    # kind not marked for it.
+    core = imported_with_rate(mem, "I am the agent's identity", "core", 0.1)
+    event = mem.store("the deploy happened", kind="event")
+    fact = mem.store("the wifi password is hunter2", kind="fact")
+    table = dict(KINDS)
+    table["core"] = replace(KINDS["core"], idle_purge=True)  # its decay_rate stays 0
+    table["event"] = replace(KINDS["event"], idle_purge=False)  # its decay_rate stays 0.1
+    monkeypatch.setattr(lifecycle, "KINDS", table)
+    clock.advance(31 * DAY)
+    assert lifecycle.knowledge_decay(make(mem, knowledge_survival_chance=0.0)).counts == {
+        "idle_archived": 1, "idle_survived": 0}
+    assert [e.record.id for e in mem.archived()] == [fact]
+    assert sorted(r.id for r in mem.list()) == sorted([core, event])
+
+
+def test_idle_purge_of_one_idle_day_archives_what_is_idle_for_longer(
+    mem: Memory, clock: Clock
+) -> None:
+    # Pins that every positive knowledge_max_idle_days purges, 1 included (only 0 disables).
+    fact = mem.store("the wifi password is hunter2", kind="fact")
+    clock.advance(DAY + 1)
+    tuned = make(mem, knowledge_max_idle_days=1, knowledge_survival_chance=0.0)
+    assert lifecycle.knowledge_decay(tuned).counts == {"idle_archived": 1, "idle_survived": 0}
+    assert [e.record.id for e in mem.archived()] == [fact]
 
 def test_decay_counts_from_creation_on_a_clock_that_starts_at_zero(store: Store) -> None:
     # Pins where decay time starts when no usable last run is recorded (none, not a time, not

@@ -479,6 +479,106 @@ def test_idle_purge_of_one_idle_day_archives_what_is_idle_for_longer(
     assert lifecycle.knowledge_decay(tuned).counts == {"idle_archived": 1, "idle_survived": 0}
     assert [e.record.id for e in mem.archived()] == [fact]
 
+
+def test_idle_purge_counts_more_than_the_limit_from_the_last_access(
+    mem: Memory, clock: Clock
+) -> None:
+    # Pins "idle for longer than knowledge_max_idle_days": a fact recalled a day after it was
+    # stored stays at exactly 30 idle days, and goes one second later.
+    rid = mem.store("the wifi password is hunter2", kind="fact")
+    clock.advance(DAY)
+    assert [h.memory.id for h in mem.recall("wifi", mode="keyword")] == [rid]
+    clock.advance(30 * DAY)
+    assert lifecycle.knowledge_decay(make(mem, knowledge_survival_chance=0.0)).counts == {
+        "idle_archived": 0, "idle_survived": 0}
+    clock.advance(1)
+    assert lifecycle.knowledge_decay(make(mem, knowledge_survival_chance=0.0)).counts == {
+        "idle_archived": 1, "idle_survived": 0}
+
+
+class Rolls(random.Random):
+    """A random source that rolls the given numbers, in order."""
+
+    def __init__(self, *rolls: float) -> None:
+        super().__init__(0)
+        self.rolls = list(rolls)
+
+    def random(self) -> float:
+        return self.rolls.pop(0)
+
+
+def test_a_roll_equal_to_the_survival_chance_loses(mem: Memory, clock: Clock) -> None:
+    # Pins "rng.random() < knowledge_survival_chance": a chance of 0 keeps nothing, not even on
+    # a roll of exactly 0.0, and a roll of exactly the chance loses.
+    other = mem.with_namespace("other")
+    lone = other.store("the door code is 1234", kind="fact")
+    ids = [mem.store(f"the wifi password is hunter{n}", kind="fact") for n in range(3)]
+    clock.advance(31 * DAY)
+    report = lifecycle.knowledge_decay(make(other, knowledge_survival_chance=0.0), Rolls(0.0))
+    assert [(c.action, c.record.id) for c in report.changes] == [("archive", lone)]
+    report = lifecycle.knowledge_decay(make(mem, knowledge_survival_chance=0.5),
+                                       Rolls(0.5, 0.25, 0.75))
+    assert [(c.action, c.record.id) for c in report.changes] == [
+        ("archive", ids[0]), ("survive", ids[1]), ("archive", ids[2])]
+
+
+def test_idle_purge_explains_each_roll(mem: Memory, clock: Clock) -> None:
+    # Pins the reasons the idle purge gives a winner and a loser of the survival roll.
+    rid = mem.store("the wifi password is hunter2", kind="fact")
+    clock.advance(31 * DAY)
+    won = lifecycle.knowledge_decay(make(mem, knowledge_survival_chance=1.0)).changes
+    clock.advance(30.5 * DAY)
+    lost = lifecycle.knowledge_decay(make(mem, knowledge_survival_chance=0.0)).changes
+    assert [(c.action, c.record.id, c.reason) for c in won + lost] == [
+        ("survive", rid, "unused for 31.0 days (knowledge_max_idle_days: 30); won the survival"
+         " roll: its idle clock restarts"),
+        ("archive", rid, "unused for 30.5 days (knowledge_max_idle_days: 30); lost the survival"
+         " roll")]
+
+
+def test_an_unknown_purge_policy_is_refused_with_the_two_it_can_be(
+    mem: Memory, clock: Clock
+) -> None:
+    # Pins the error of settings built without validation (model_copy, model_construct).
+    for step in (lifecycle.hygiene_purge, lifecycle.knowledge_decay):
+        with pytest.raises(InvalidInputError) as caught:
+            step(make(mem, purge="shred"))
+        assert str(caught.value) == "lifecycle.purge must be 'archive' or 'delete', not 'shred'"
+
+
+def test_correcting_a_conversation_memory_restarts_the_old_versions_hygiene_clock(
+    mem: Memory, clock: Clock
+) -> None:
+    # Pins that a write is a use (idle_since counts updated_at): the corrected version was
+    # written when it was invalidated, so it stays as long as its correction.
+    old = mem.store("the user was halfway through the checklist", kind="conversation")
+    clock.advance(5 * DAY)
+    new = mem.correct(old, "the user finished the checklist").id
+    clock.advance(7 * DAY)  # 12 days since the store, exactly 7 since the correction
+    assert lifecycle.hygiene_purge(mem).counts == {"hygiene_archived": 0}
+    clock.advance(1)
+    assert lifecycle.hygiene_purge(mem).counts == {"hygiene_archived": 2}
+    assert sorted(e.record.id for e in mem.archived()) == sorted([old, new])
+
+
+def test_a_memory_imported_with_a_creation_time_ahead_decays_from_then(
+    mem: Memory, clock: Clock
+) -> None:
+    # Pins that an idle clock never starts before the memory's creation, even when its other
+    # times (here from a snapshot: written earlier, never accessed) and its arrival are older.
+    scratch = mem.with_namespace("scratch")
+    rid = scratch.store("the wifi password is hunter2", kind="fact")
+    snapshot = json.loads(scratch.export_snapshot())
+    snapshot["entries"][0].update(created_at=START + 10 * DAY, updated_at=START - 10 * DAY,
+                                  last_accessed=None)
+    scratch.forget_namespace()
+    assert mem.import_snapshot(json.dumps(snapshot))["created"] == 1
+    clock.advance(10 * DAY)
+    assert lifecycle.confidence_decay(mem).counts == {"decayed": 0, "invalidated": 0}
+    clock.advance(5 * DAY)
+    assert lifecycle.confidence_decay(mem).counts == {"decayed": 1, "invalidated": 0}
+    assert mem.get(rid).confidence == pytest.approx(math.exp(-0.5), rel=1e-12)
+
 def test_decay_counts_from_creation_on_a_clock_that_starts_at_zero(store: Store) -> None:
     # Pins where decay time starts when no usable last run is recorded (none, not a time, not
     # finite): the idle clock alone, even at the epoch (a stand-in start of 1 s would show).

@@ -27,6 +27,7 @@ from clawmemory.maintenance import (
     Scheduler,
     crontab_trigger,
     no_llm,
+    preview_job,
     run_all,
     run_job,
 )
@@ -187,6 +188,75 @@ def test_a_misconfigured_llm_fails_the_jobs_that_use_it(
         "repair": "ok"}
     assert "set the environment variable OPENAI_API_KEY" in runs["consolidate"].message
 
+
+
+# --- previews and enrichment, pinned (mutation survivors, docs/testing.md) -----------------------
+def test_a_decay_preview_as_a_dict(mem: Memory, clock: Clock) -> None:
+    # Pins JobPreview.to_dict: every key and value (what `clawmem maintain --dry-run --json`
+    # prints).
+    chat = mem.store("chat state", kind="conversation")
+    clock.advance(8 * DAY)
+    preview = preview_job(mem, "decay", JobContext(rng=random.Random(0)))
+    size = preview.counts["live_bytes"]
+    assert preview.to_dict() == {
+        "namespace": mem.namespace, "job": "decay", "outcome": "ok",
+        "counts": {"hygiene_archived": 1, "idle_archived": 0, "idle_survived": 0, "decayed": 0,
+                   "invalidated": 0, "prune_archived": 0, "live_bytes": size},
+        "message": "hygiene_archived 1" + (f", live_bytes {size}" if size else ""),
+        "changes": [{"step": "hygiene", "action": "archive", "id": chat, "key": None,
+                     "kind": "conversation", "content": "chat state",
+                     "reason": "conversation memory unused for 8.0 days (hygiene_max_age_s:"
+                               " 7.0 days)"}]}
+
+
+def test_a_repair_preview_counts_the_queued_vectors(mem: Memory) -> None:
+    # Pins the repair preview's one count, by name.
+    preview = preview_job(mem, "repair")
+    assert (preview.outcome, preview.counts, preview.message) == (
+        "ok", {"vectors_queued": 0}, "nothing to do")
+
+
+def test_an_enrich_preview_lists_the_memories_with_at_most_the_entity_limit(
+    mem: Memory, openai_server: ScriptedLLMServer
+) -> None:
+    # Pins what an enrich preview shows (it asks the LLM nothing): the memories of enrichment
+    # kinds with at most enrich_max_entities entity links (0 here: equal to the limit counts),
+    # oldest first, each with its reason.
+    strict = with_llm(with_maintenance(mem, enrich_max_entities=0), openai_server)
+    bare = strict.store("we met at noon", kind="fact")
+    strict.store("Alice Cooper plays the guitar", kind="fact")  # one entity link: over it
+    strict.store("identity", kind="core")  # not an enrichment kind
+    turn = strict.store("see you tomorrow", kind="episode")
+    ctx = JobContext.from_settings(strict.settings)
+    preview = preview_job(strict, "enrich", ctx)
+    ctx.close()
+    assert (preview.outcome, preview.counts, preview.message) == ("ok", {"enriched": 2},
+                                                                  "enriched 2")
+    why = "at most 0 entity links and never enriched: entities extracted again"
+    assert [(c.step, c.action, c.record.id, c.reason) for c in preview.changes] == [
+        ("enrich", "enrich", bare, why), ("enrich", "enrich", turn, why)]
+    assert openai_server.requests == []
+
+
+def test_enrichment_counts_the_entity_links_of_every_memory(
+    mem: Memory, openai_server: ScriptedLLMServer
+) -> None:
+    # Pins entity_links as the sum over the memories enriched in the run.
+    openai_server.script([
+        reply(json.dumps([{"text": "the quiet cartographer", "type": "person"}])),
+        reply(json.dumps([{"text": "the old lighthouse keeper", "type": "person"}]))])
+    mem.store("we met the quiet cartographer at noon", kind="fact")
+    mem.store("the old lighthouse keeper waved", kind="fact")
+    run = run_job(with_llm(mem, openai_server), "enrich")
+    assert (run.outcome, run.counts["enriched"], run.counts["entity_links"]) == ("ok", 2, 2)
+
+
+def test_enrichment_with_entities_off_is_skipped_and_says_why(mem: Memory) -> None:
+    # Pins the skip message when the store keeps no entities.
+    cfg = mem.settings.model_copy(update={"entities": {"enabled": False}})
+    off = Memory(mem.store_backend, Settings.model_validate(cfg.model_dump()), clock=mem.clock)
+    run = run_job(off, "enrich")
+    assert (run.outcome, run.message) == ("skipped", "skipped: entities are off for this store")
 
 # --- the LLM hook and failures -------------------------------------------------------------------
 def test_an_llm_step_plugs_into_its_job(mem: Memory, anthropic_server: ScriptedLLMServer) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 from apscheduler.triggers.cron import CronTrigger
@@ -278,6 +279,19 @@ def test_an_llm_step_plugs_into_its_job(mem: Memory, anthropic_server: ScriptedL
     assert run.outcome == "skipped" and "no reflect step" in run.message
 
 
+
+def test_an_llm_step_works_on_the_memory_of_the_run(
+    mem: Memory, anthropic_server: ScriptedLLMServer
+) -> None:
+    # Pins that the step is given the run's Memory (and namespace), not another one.
+    mem.with_namespace("other").store("a fact elsewhere", kind="fact")
+    for n in range(2):
+        mem.store(f"fact {n}", kind="fact")
+    ctx = JobContext(llm=anthropic_server.llm(),
+                     steps={"reflect": lambda m, c: {"memories": m.count()}})
+    run = run_job(mem, "reflect", ctx)
+    assert (run.outcome, run.counts["memories"]) == ("ok", 2)
+
 def test_a_failing_job_is_recorded_and_a_bug_is_raised(
     mem: Memory, openai_server: ScriptedLLMServer
 ) -> None:
@@ -389,6 +403,60 @@ def test_bad_crontabs_are_refused(bad: str) -> None:
     with pytest.raises(ValueError):
         crontab_trigger(bad, UTC)
 
+
+
+@pytest.mark.parametrize(("bad", "why"), [
+    ("0 3 * *", "expected 5 fields (minute hour day month weekday), got 4"),
+    ("0 3 * * 8", "bad weekday '8'"), ("0 3 * * funday", "bad weekday 'funday'"),
+    ("0 3 * * 5-1", "bad weekday field '5-1'"), ("0 3 * * */0", "bad weekday field '*/0'"),
+    ("0 3 * * */x", "bad weekday field '*/x'"),
+])
+def test_a_bad_crontab_says_what_is_wrong(bad: str, why: str) -> None:
+    # Pins the message of each refusal (the config error names the setting and adds it).
+    with pytest.raises(ValueError) as caught:
+        crontab_trigger(bad, UTC)
+    assert str(caught.value) == why
+
+
+def test_a_star_in_a_weekday_list_is_every_day() -> None:
+    # Pins "*" as one part of a list: every weekday, not only Sunday.
+    trigger = crontab_trigger("0 3 * * 1,*", UTC)
+    start = datetime(2024, 1, 6, 12, 0, tzinfo=UTC)  # a Saturday
+    assert trigger.get_next_fire_time(None, start) == datetime(2024, 1, 7, 3, 0, tzinfo=UTC)
+    sunday = datetime(2024, 1, 7, 12, 0, tzinfo=UTC)
+    assert trigger.get_next_fire_time(None, sunday) == datetime(2024, 1, 8, 3, 0, tzinfo=UTC)
+    monday = datetime(2024, 1, 8, 12, 0, tzinfo=UTC)
+    assert trigger.get_next_fire_time(None, monday) == datetime(2024, 1, 9, 3, 0, tzinfo=UTC)
+
+
+def test_a_crontab_keeps_its_day_of_month_month_and_time_zone() -> None:
+    # Pins that every field reaches the trigger: the 15th of June, at 03:00 in Tokyo.
+    tokyo = ZoneInfo("Asia/Tokyo")
+    trigger = crontab_trigger("0 3 15 6 *", tokyo)
+    start = datetime(2024, 1, 6, 12, 0, tzinfo=UTC)
+    assert trigger.get_next_fire_time(None, start) == datetime(2024, 6, 15, 3, 0, tzinfo=tokyo)
+
+
+def test_the_scheduler_fires_in_its_time_zone(mem: Memory) -> None:
+    # Pins maintenance.timezone reaching each job's trigger.
+    scheduler = Scheduler(with_maintenance(mem, timezone="Asia/Tokyo"))
+    start = datetime(2024, 1, 6, 12, 0, tzinfo=UTC)  # 21:00 in Tokyo
+    assert scheduler.trigger("decay").get_next_fire_time(None, start) == datetime(
+        2024, 1, 7, 4, 0, tzinfo=ZoneInfo("Asia/Tokyo"))
+    with pytest.raises(InvalidInputError) as caught:
+        Scheduler(utc(mem, reflect="")).trigger("reflect")
+    assert str(caught.value) == "job 'reflect' is not scheduled"
+
+
+def test_a_missing_apscheduler_is_a_config_error_with_the_install_hint(
+    mem: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Pins the hint (APScheduler is the [scheduler] extra).
+    monkeypatch.setitem(sys.modules, "apscheduler.schedulers.background", None)
+    with pytest.raises(ConfigError) as caught:
+        Scheduler(mem)
+    assert str(caught.value) == (
+        "scheduled maintenance needs APScheduler 3: pip install 'clawmemory[scheduler]'")
 
 def test_environment_configures_the_schedule(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CLAWMEM_MAINTENANCE__DECAY", "15 1 * * *")

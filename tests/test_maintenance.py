@@ -14,6 +14,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 from apscheduler.triggers.cron import CronTrigger
@@ -27,6 +28,7 @@ from clawmemory.maintenance import (
     Scheduler,
     crontab_trigger,
     no_llm,
+    preview_job,
     run_all,
     run_job,
 )
@@ -188,6 +190,75 @@ def test_a_misconfigured_llm_fails_the_jobs_that_use_it(
     assert "set the environment variable OPENAI_API_KEY" in runs["consolidate"].message
 
 
+
+# --- previews and enrichment, pinned (mutation survivors, docs/testing.md) -----------------------
+def test_a_decay_preview_as_a_dict(mem: Memory, clock: Clock) -> None:
+    # Pins JobPreview.to_dict: every key and value (what `clawmem maintain --dry-run --json`
+    # prints).
+    chat = mem.store("chat state", kind="conversation")
+    clock.advance(8 * DAY)
+    preview = preview_job(mem, "decay", JobContext(rng=random.Random(0)))
+    size = preview.counts["live_bytes"]
+    assert preview.to_dict() == {
+        "namespace": mem.namespace, "job": "decay", "outcome": "ok",
+        "counts": {"hygiene_archived": 1, "idle_archived": 0, "idle_survived": 0, "decayed": 0,
+                   "invalidated": 0, "prune_archived": 0, "live_bytes": size},
+        "message": "hygiene_archived 1" + (f", live_bytes {size}" if size else ""),
+        "changes": [{"step": "hygiene", "action": "archive", "id": chat, "key": None,
+                     "kind": "conversation", "content": "chat state",
+                     "reason": "conversation memory unused for 8.0 days (hygiene_max_age_s:"
+                               " 7.0 days)"}]}
+
+
+def test_a_repair_preview_counts_the_queued_vectors(mem: Memory) -> None:
+    # Pins the repair preview's one count, by name.
+    preview = preview_job(mem, "repair")
+    assert (preview.outcome, preview.counts, preview.message) == (
+        "ok", {"vectors_queued": 0}, "nothing to do")
+
+
+def test_an_enrich_preview_lists_the_memories_with_at_most_the_entity_limit(
+    mem: Memory, openai_server: ScriptedLLMServer
+) -> None:
+    # Pins what an enrich preview shows (it asks the LLM nothing): the memories of enrichment
+    # kinds with at most enrich_max_entities entity links (0 here: equal to the limit counts),
+    # oldest first, each with its reason.
+    strict = with_llm(with_maintenance(mem, enrich_max_entities=0), openai_server)
+    bare = strict.store("we met at noon", kind="fact")
+    strict.store("Alice Cooper plays the guitar", kind="fact")  # one entity link: over it
+    strict.store("identity", kind="core")  # not an enrichment kind
+    turn = strict.store("see you tomorrow", kind="episode")
+    ctx = JobContext.from_settings(strict.settings)
+    preview = preview_job(strict, "enrich", ctx)
+    ctx.close()
+    assert (preview.outcome, preview.counts, preview.message) == ("ok", {"enriched": 2},
+                                                                  "enriched 2")
+    why = "at most 0 entity links and never enriched: entities extracted again"
+    assert [(c.step, c.action, c.record.id, c.reason) for c in preview.changes] == [
+        ("enrich", "enrich", bare, why), ("enrich", "enrich", turn, why)]
+    assert openai_server.requests == []
+
+
+def test_enrichment_counts_the_entity_links_of_every_memory(
+    mem: Memory, openai_server: ScriptedLLMServer
+) -> None:
+    # Pins entity_links as the sum over the memories enriched in the run.
+    openai_server.script([
+        reply(json.dumps([{"text": "the quiet cartographer", "type": "person"}])),
+        reply(json.dumps([{"text": "the old lighthouse keeper", "type": "person"}]))])
+    mem.store("we met the quiet cartographer at noon", kind="fact")
+    mem.store("the old lighthouse keeper waved", kind="fact")
+    run = run_job(with_llm(mem, openai_server), "enrich")
+    assert (run.outcome, run.counts["enriched"], run.counts["entity_links"]) == ("ok", 2, 2)
+
+
+def test_enrichment_with_entities_off_is_skipped_and_says_why(mem: Memory) -> None:
+    # Pins the skip message when the store keeps no entities.
+    cfg = mem.settings.model_copy(update={"entities": {"enabled": False}})
+    off = Memory(mem.store_backend, Settings.model_validate(cfg.model_dump()), clock=mem.clock)
+    run = run_job(off, "enrich")
+    assert (run.outcome, run.message) == ("skipped", "skipped: entities are off for this store")
+
 # --- the LLM hook and failures -------------------------------------------------------------------
 def test_an_llm_step_plugs_into_its_job(mem: Memory, anthropic_server: ScriptedLLMServer) -> None:
     anthropic_server.script([reply("HELLO", usage=(5, 1)), reply("AGAIN", usage=(6, 2))])
@@ -207,6 +278,19 @@ def test_an_llm_step_plugs_into_its_job(mem: Memory, anthropic_server: ScriptedL
     run = run_job(mem, "reflect", llm)  # an LLM but no reflection step installed yet
     assert run.outcome == "skipped" and "no reflect step" in run.message
 
+
+
+def test_an_llm_step_works_on_the_memory_of_the_run(
+    mem: Memory, anthropic_server: ScriptedLLMServer
+) -> None:
+    # Pins that the step is given the run's Memory (and namespace), not another one.
+    mem.with_namespace("other").store("a fact elsewhere", kind="fact")
+    for n in range(2):
+        mem.store(f"fact {n}", kind="fact")
+    ctx = JobContext(llm=anthropic_server.llm(),
+                     steps={"reflect": lambda m, c: {"memories": m.count()}})
+    run = run_job(mem, "reflect", ctx)
+    assert (run.outcome, run.counts["memories"]) == ("ok", 2)
 
 def test_a_failing_job_is_recorded_and_a_bug_is_raised(
     mem: Memory, openai_server: ScriptedLLMServer
@@ -319,6 +403,60 @@ def test_bad_crontabs_are_refused(bad: str) -> None:
     with pytest.raises(ValueError):
         crontab_trigger(bad, UTC)
 
+
+
+@pytest.mark.parametrize(("bad", "why"), [
+    ("0 3 * *", "expected 5 fields (minute hour day month weekday), got 4"),
+    ("0 3 * * 8", "bad weekday '8'"), ("0 3 * * funday", "bad weekday 'funday'"),
+    ("0 3 * * 5-1", "bad weekday field '5-1'"), ("0 3 * * */0", "bad weekday field '*/0'"),
+    ("0 3 * * */x", "bad weekday field '*/x'"),
+])
+def test_a_bad_crontab_says_what_is_wrong(bad: str, why: str) -> None:
+    # Pins the message of each refusal (the config error names the setting and adds it).
+    with pytest.raises(ValueError) as caught:
+        crontab_trigger(bad, UTC)
+    assert str(caught.value) == why
+
+
+def test_a_star_in_a_weekday_list_is_every_day() -> None:
+    # Pins "*" as one part of a list: every weekday, not only Sunday.
+    trigger = crontab_trigger("0 3 * * 1,*", UTC)
+    start = datetime(2024, 1, 6, 12, 0, tzinfo=UTC)  # a Saturday
+    assert trigger.get_next_fire_time(None, start) == datetime(2024, 1, 7, 3, 0, tzinfo=UTC)
+    sunday = datetime(2024, 1, 7, 12, 0, tzinfo=UTC)
+    assert trigger.get_next_fire_time(None, sunday) == datetime(2024, 1, 8, 3, 0, tzinfo=UTC)
+    monday = datetime(2024, 1, 8, 12, 0, tzinfo=UTC)
+    assert trigger.get_next_fire_time(None, monday) == datetime(2024, 1, 9, 3, 0, tzinfo=UTC)
+
+
+def test_a_crontab_keeps_its_day_of_month_month_and_time_zone() -> None:
+    # Pins that every field reaches the trigger: the 15th of June, at 03:00 in Tokyo.
+    tokyo = ZoneInfo("Asia/Tokyo")
+    trigger = crontab_trigger("0 3 15 6 *", tokyo)
+    start = datetime(2024, 1, 6, 12, 0, tzinfo=UTC)
+    assert trigger.get_next_fire_time(None, start) == datetime(2024, 6, 15, 3, 0, tzinfo=tokyo)
+
+
+def test_the_scheduler_fires_in_its_time_zone(mem: Memory) -> None:
+    # Pins maintenance.timezone reaching each job's trigger.
+    scheduler = Scheduler(with_maintenance(mem, timezone="Asia/Tokyo"))
+    start = datetime(2024, 1, 6, 12, 0, tzinfo=UTC)  # 21:00 in Tokyo
+    assert scheduler.trigger("decay").get_next_fire_time(None, start) == datetime(
+        2024, 1, 7, 4, 0, tzinfo=ZoneInfo("Asia/Tokyo"))
+    with pytest.raises(InvalidInputError) as caught:
+        Scheduler(utc(mem, reflect="")).trigger("reflect")
+    assert str(caught.value) == "job 'reflect' is not scheduled"
+
+
+def test_a_missing_apscheduler_is_a_config_error_with_the_install_hint(
+    mem: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Pins the hint (APScheduler is the [scheduler] extra).
+    monkeypatch.setitem(sys.modules, "apscheduler.schedulers.background", None)
+    with pytest.raises(ConfigError) as caught:
+        Scheduler(mem)
+    assert str(caught.value) == (
+        "scheduled maintenance needs APScheduler 3: pip install 'clawmemory[scheduler]'")
 
 def test_environment_configures_the_schedule(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CLAWMEM_MAINTENANCE__DECAY", "15 1 * * *")

@@ -5,9 +5,11 @@ mutmut's survivors; docs/testing.md). Numbers are asserted exactly, through the 
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +18,14 @@ import numpy.typing as npt
 import pytest
 
 from clawmemory import InvalidInputError, Memory, NotFoundError, Settings, lifecycle
-from clawmemory.lifecycle import Report
+from clawmemory.lifecycle import DECAYED_AT, Report
+from clawmemory.model import KINDS
 from clawmemory.portability import read_source
+from clawmemory.store.base import Store
 from clawmemory.store.memory import MemoryStore
 from clawmemory.tools import call_tool
 from conftest import DAY, START, Clock, backend_params
+from test_lifecycle import make
 
 KEYWORD = Settings(embedder={"provider": "none"})
 
@@ -405,3 +410,259 @@ def test_a_preview_shows_the_first_60_characters_of_a_memory_on_one_line(
     clock.advance(8 * DAY)
     shown = [c.to_dict()["content"] for c in lifecycle.hygiene_purge(mem, dry_run=True).changes]
     assert shown == ["a" * 28 + " " + "b" * 31, "c" * 30 + " " + "d" * 28 + "…"]
+
+
+def test_hygiene_max_age_of_one_second_archives_what_is_idle_for_two(
+    mem: Memory, clock: Clock
+) -> None:
+    # Pins that every positive hygiene_max_age_s purges, 1 second included (only 0 disables).
+    chat = mem.store("the user was halfway through the checklist", kind="conversation")
+    clock.advance(2)
+    assert lifecycle.hygiene_purge(make(mem, hygiene_max_age_s=1)).counts == {
+        "hygiene_archived": 1}
+    assert [e.record.id for e in mem.archived()] == [chat]
+
+
+def imported_with_rate(mem: Memory, content: str, kind: str, rate: float) -> str:
+    """A memory imported from a snapshot that gives it a decay rate of its own."""
+    scratch = mem.with_namespace("scratch")
+    rid = scratch.store(content, kind=kind)
+    snapshot = json.loads(scratch.export_snapshot())
+    snapshot["entries"][0]["decay_rate"] = rate
+    scratch.forget_namespace()
+    assert mem.import_snapshot(json.dumps(snapshot))["created"] == 1
+    assert mem.get(rid).decay_rate == rate
+    return rid
+
+
+def test_idle_purge_spares_a_kind_that_never_decays_whatever_the_memorys_own_rate(
+    mem: Memory, clock: Clock
+) -> None:
+    # Pins that the idle purge picks memories by kind: an imported core memory carrying a rate
+    # of 0.1 stays, a fact as idle goes.
+    core = imported_with_rate(mem, "I am the agent's identity", "core", 0.1)
+    fact = mem.store("the wifi password is hunter2", kind="fact")
+    clock.advance(31 * DAY)
+    assert lifecycle.knowledge_decay(make(mem, knowledge_survival_chance=0.0)).counts == {
+        "idle_archived": 1, "idle_survived": 0}
+    assert [e.record.id for e in mem.archived()] == [fact]
+    assert mem.get(core).kind == "core"
+
+
+def test_idle_purge_takes_kinds_marked_for_it_that_decay(
+    mem: Memory, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Pins the kinds table's two conditions, both needed: a kind marked for the idle purge that
+    # never decays is spared (even a memory of it with a rate of its own), and so is a decaying
+    # kind not marked for it.
+    core = imported_with_rate(mem, "I am the agent's identity", "core", 0.1)
+    event = mem.store("the deploy happened", kind="event")
+    fact = mem.store("the wifi password is hunter2", kind="fact")
+    table = dict(KINDS)
+    table["core"] = replace(KINDS["core"], idle_purge=True)  # its decay_rate stays 0
+    table["event"] = replace(KINDS["event"], idle_purge=False)  # its decay_rate stays 0.1
+    monkeypatch.setattr(lifecycle, "KINDS", table)
+    clock.advance(31 * DAY)
+    assert lifecycle.knowledge_decay(make(mem, knowledge_survival_chance=0.0)).counts == {
+        "idle_archived": 1, "idle_survived": 0}
+    assert [e.record.id for e in mem.archived()] == [fact]
+    assert sorted(r.id for r in mem.list()) == sorted([core, event])
+
+
+def test_idle_purge_of_one_idle_day_archives_what_is_idle_for_longer(
+    mem: Memory, clock: Clock
+) -> None:
+    # Pins that every positive knowledge_max_idle_days purges, 1 included (only 0 disables).
+    fact = mem.store("the wifi password is hunter2", kind="fact")
+    clock.advance(DAY + 1)
+    tuned = make(mem, knowledge_max_idle_days=1, knowledge_survival_chance=0.0)
+    assert lifecycle.knowledge_decay(tuned).counts == {"idle_archived": 1, "idle_survived": 0}
+    assert [e.record.id for e in mem.archived()] == [fact]
+
+
+def test_idle_purge_counts_more_than_the_limit_from_the_last_access(
+    mem: Memory, clock: Clock
+) -> None:
+    # Pins "idle for longer than knowledge_max_idle_days": a fact recalled a day after it was
+    # stored stays at exactly 30 idle days, and goes one second later.
+    rid = mem.store("the wifi password is hunter2", kind="fact")
+    clock.advance(DAY)
+    assert [h.memory.id for h in mem.recall("wifi", mode="keyword")] == [rid]
+    clock.advance(30 * DAY)
+    assert lifecycle.knowledge_decay(make(mem, knowledge_survival_chance=0.0)).counts == {
+        "idle_archived": 0, "idle_survived": 0}
+    clock.advance(1)
+    assert lifecycle.knowledge_decay(make(mem, knowledge_survival_chance=0.0)).counts == {
+        "idle_archived": 1, "idle_survived": 0}
+
+
+class Rolls(random.Random):
+    """A random source that rolls the given numbers, in order."""
+
+    def __init__(self, *rolls: float) -> None:
+        super().__init__(0)
+        self.rolls = list(rolls)
+
+    def random(self) -> float:
+        return self.rolls.pop(0)
+
+
+def test_a_roll_equal_to_the_survival_chance_loses(mem: Memory, clock: Clock) -> None:
+    # Pins "rng.random() < knowledge_survival_chance": a chance of 0 keeps nothing, not even on
+    # a roll of exactly 0.0, and a roll of exactly the chance loses.
+    other = mem.with_namespace("other")
+    lone = other.store("the door code is 1234", kind="fact")
+    ids = [mem.store(f"the wifi password is hunter{n}", kind="fact") for n in range(3)]
+    clock.advance(31 * DAY)
+    report = lifecycle.knowledge_decay(make(other, knowledge_survival_chance=0.0), Rolls(0.0))
+    assert [(c.action, c.record.id) for c in report.changes] == [("archive", lone)]
+    report = lifecycle.knowledge_decay(make(mem, knowledge_survival_chance=0.5),
+                                       Rolls(0.5, 0.25, 0.75))
+    assert [(c.action, c.record.id) for c in report.changes] == [
+        ("archive", ids[0]), ("survive", ids[1]), ("archive", ids[2])]
+
+
+def test_idle_purge_explains_each_roll(mem: Memory, clock: Clock) -> None:
+    # Pins the reasons the idle purge gives a winner and a loser of the survival roll.
+    rid = mem.store("the wifi password is hunter2", kind="fact")
+    clock.advance(31 * DAY)
+    won = lifecycle.knowledge_decay(make(mem, knowledge_survival_chance=1.0)).changes
+    clock.advance(30.5 * DAY)
+    lost = lifecycle.knowledge_decay(make(mem, knowledge_survival_chance=0.0)).changes
+    assert [(c.action, c.record.id, c.reason) for c in won + lost] == [
+        ("survive", rid, "unused for 31.0 days (knowledge_max_idle_days: 30); won the survival"
+         " roll: its idle clock restarts"),
+        ("archive", rid, "unused for 30.5 days (knowledge_max_idle_days: 30); lost the survival"
+         " roll")]
+
+
+def test_an_unknown_purge_policy_is_refused_with_the_two_it_can_be(
+    mem: Memory, clock: Clock
+) -> None:
+    # Pins the error of settings built without validation (model_copy, model_construct).
+    for step in (lifecycle.hygiene_purge, lifecycle.knowledge_decay):
+        with pytest.raises(InvalidInputError) as caught:
+            step(make(mem, purge="shred"))
+        assert str(caught.value) == "lifecycle.purge must be 'archive' or 'delete', not 'shred'"
+
+
+def test_correcting_a_conversation_memory_restarts_the_old_versions_hygiene_clock(
+    mem: Memory, clock: Clock
+) -> None:
+    # Pins that a write is a use (idle_since counts updated_at): the corrected version was
+    # written when it was invalidated, so it stays as long as its correction.
+    old = mem.store("the user was halfway through the checklist", kind="conversation")
+    clock.advance(5 * DAY)
+    new = mem.correct(old, "the user finished the checklist").id
+    clock.advance(7 * DAY)  # 12 days since the store, exactly 7 since the correction
+    assert lifecycle.hygiene_purge(mem).counts == {"hygiene_archived": 0}
+    clock.advance(1)
+    assert lifecycle.hygiene_purge(mem).counts == {"hygiene_archived": 2}
+    assert sorted(e.record.id for e in mem.archived()) == sorted([old, new])
+
+
+def test_a_memory_imported_with_a_creation_time_ahead_decays_from_then(
+    mem: Memory, clock: Clock
+) -> None:
+    # Pins that an idle clock never starts before the memory's creation, even when its other
+    # times (here from a snapshot: written earlier, never accessed) and its arrival are older.
+    scratch = mem.with_namespace("scratch")
+    rid = scratch.store("the wifi password is hunter2", kind="fact")
+    snapshot = json.loads(scratch.export_snapshot())
+    snapshot["entries"][0].update(created_at=START + 10 * DAY, updated_at=START - 10 * DAY,
+                                  last_accessed=None)
+    scratch.forget_namespace()
+    assert mem.import_snapshot(json.dumps(snapshot))["created"] == 1
+    clock.advance(10 * DAY)
+    assert lifecycle.confidence_decay(mem).counts == {"decayed": 0, "invalidated": 0}
+    clock.advance(5 * DAY)
+    assert lifecycle.confidence_decay(mem).counts == {"decayed": 1, "invalidated": 0}
+    assert mem.get(rid).confidence == pytest.approx(math.exp(-0.5), rel=1e-12)
+
+def test_decay_counts_from_creation_on_a_clock_that_starts_at_zero(store: Store) -> None:
+    # Pins where decay time starts when no usable last run is recorded (none, not a time, not
+    # finite): the idle clock alone, even at the epoch (a stand-in start of 1 s would show).
+    clock = Clock(0.0)
+    mem = Memory(store, KEYWORD, clock=clock)
+    ids = [mem.store(f"fact {n}", kind="fact", metadata=extra) for n, extra in enumerate(
+        ({}, {DECAYED_AT: "not a time"}, {DECAYED_AT: "inf"}))]
+    clock.advance(DAY)
+    assert lifecycle.confidence_decay(mem).counts == {"decayed": 3, "invalidated": 0}
+    for rid in ids:
+        assert mem.get(rid).confidence == pytest.approx(math.exp(-0.1), rel=1e-12)
+
+
+def test_when_no_kind_decays_no_memory_does_whatever_its_own_rate(
+    mem: Memory, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Pins that the kinds table alone picks what decays: with no decaying kind, a fact that
+    # still carries its rate of 0.1 keeps its confidence.
+    rid = mem.store("the wifi password is hunter2", kind="fact")
+    monkeypatch.setattr(lifecycle, "KINDS", {name: replace(policy, decay_rate=0.0)
+                                             for name, policy in KINDS.items()})
+    clock.advance(10 * DAY)
+    assert lifecycle.confidence_decay(mem).counts == {"decayed": 0, "invalidated": 0}
+    assert (mem.get(rid).decay_rate, mem.get(rid).confidence) == (0.1, 1.0)
+
+
+def test_decay_explains_each_change_and_stamps_an_invalidation(
+    mem: Memory, clock: Clock
+) -> None:
+    # Pins the reasons a decay run gives, and that invalidating a memory is an update of it
+    # (updated_at and valid_until both now).
+    kept = mem.store("the wifi password is hunter2", kind="fact")
+    faint = mem.store("the user may like jazz", kind="preference", confidence=0.05)
+    clock.advance(DAY)
+    report = lifecycle.confidence_decay(mem)
+    assert [(c.action, c.record.id, c.reason) for c in report.changes] == [
+        ("decay", kept, "confidence 1 -> 0.905 after 1.0 more idle days at rate 0.1/day"),
+        ("invalidate", faint, "confidence 0.05 -> 0.0452 after 1.0 more idle days at rate"
+         " 0.1/day: under decay_threshold 0.05, invalidated (kept in the store)")]
+    stamped = mem.get(faint)
+    assert (stamped.valid_until, stamped.updated_at) == (START + DAY, START + DAY)
+    assert mem.get(kept).updated_at == START
+
+
+def test_decay_to_exactly_the_threshold_keeps_the_memory_valid(
+    mem: Memory, clock: Clock
+) -> None:
+    # Pins "under decay_threshold": a confidence equal to it is not under it.
+    rid = mem.store("the wifi password is hunter2", kind="fact")
+    clock.advance(DAY)  # exactly one idle day: 1.0 -> e^-0.1
+    report = lifecycle.confidence_decay(make(mem, decay_threshold=math.exp(-0.1)))
+    assert report.counts == {"decayed": 1, "invalidated": 0}
+    assert (mem.get(rid).confidence, mem.get(rid).is_valid) == (math.exp(-0.1), True)
+
+
+@pytest.mark.parametrize("backend", backend_params("sqlite", "json"), indirect=True)
+def test_prune_starts_only_above_the_size_limit(mem: Memory, clock: Clock) -> None:
+    # Pins "live data larger than max_size_bytes": at exactly the limit nothing is archived.
+    ids = [mem.store(f"fact {n}", kind="fact") for n in range(2)]
+    size = lifecycle.prune(mem).counts["live_bytes"]  # the default 100 MB: nothing to do
+    at_limit = lifecycle.prune(make(mem, max_size_bytes=size, prune_percent=100))
+    assert at_limit.counts == {"prune_archived": 0, "live_bytes": size}
+    over = lifecycle.prune(make(mem, max_size_bytes=size - 1, prune_percent=100))
+    assert over.counts == {"prune_archived": 2, "live_bytes": size}
+    assert sorted(e.record.id for e in mem.archived()) == sorted(ids)
+
+
+@pytest.mark.parametrize("backend", backend_params("sqlite", "json"), indirect=True)
+def test_prune_takes_the_percent_of_the_pool_rounded_up(mem: Memory, clock: Clock) -> None:
+    # Pins n = ceil(pool x percent / 100): 33.5% of 3 memories is 1.005, so 2 are archived.
+    ids = [mem.store(f"fact {n}", kind="fact") for n in range(3)]
+    report = lifecycle.prune(make(mem, max_size_bytes=1, prune_percent=33.5))
+    assert report.counts["prune_archived"] == 2
+    assert [c.record.id for c in report.changes] == ids[:2]  # equal weights: oldest first
+
+
+@pytest.mark.parametrize("backend", backend_params("sqlite", "json"), indirect=True)
+def test_prune_explains_each_archive_with_the_size_and_the_weight(
+    mem: Memory, clock: Clock
+) -> None:
+    # Pins the reason a pruned memory is given: the measure, the limit, the percent, its weight.
+    dead = mem.store("the user was halfway through the checklist", kind="fact")
+    mem.correct(dead, "the user finished the checklist")
+    report = lifecycle.prune(make(mem, max_size_bytes=10, prune_percent=50))
+    size = report.counts["live_bytes"]
+    assert [(c.record.id, c.reason) for c in report.changes] == [
+        (dead, f"live data {size} bytes > max_size_bytes 10: in the bottom 50% by weight (0)")]

@@ -10,6 +10,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -493,6 +494,41 @@ def test_the_scheduler_uses_the_configured_llm(
     assert (run.outcome, run.counts["enriched"], run.counts["prompt_tokens"]) == ("ok", 1, 40)
     scheduler.shutdown()
 
+
+
+def test_the_scheduler_and_run_all_use_the_context_they_are_given(
+    mem: Memory, anthropic_server: ScriptedLLMServer
+) -> None:
+    # Pins that a given JobContext (its LLM and steps) is used, not one built from the
+    # settings (which configure no LLM here), and that a job raising in one namespace does not
+    # stop the firing in the next ones.
+    def reflect(m: Memory, c: JobContext) -> dict[str, int]:
+        if m.namespace == "alice":
+            raise RuntimeError("a bug in alice's reflection")
+        return {"reflections": 1}
+
+    ctx = JobContext(llm=anthropic_server.llm(), steps={"reflect": reflect})
+    scheduler = Scheduler(utc(mem), namespaces=["alice", "bob", "carol"], ctx=ctx)
+    runs = scheduler.fire("reflect")
+    assert [(r.namespace, r.outcome, r.counts["reflections"]) for r in runs] == [
+        ("bob", "ok", 1), ("carol", "ok", 1)]
+    by_job = {r.job: r.outcome for r in run_all(mem.with_namespace("bob"), ctx)}
+    assert by_job["reflect"] == "ok"
+    scheduler.shutdown()
+    ctx.close()
+
+
+def test_run_forever_runs_until_told_to_stop(mem: Memory) -> None:
+    # Pins run_forever's loop: it keeps the schedule until the event is set, then shuts down.
+    scheduler = Scheduler(utc(mem))
+    stop = threading.Event()
+    runner = threading.Thread(target=scheduler.run_forever, args=(stop,))
+    runner.start()
+    runner.join(1.5)
+    alive = runner.is_alive()
+    stop.set()
+    runner.join(5)
+    assert (alive, runner.is_alive()) == (True, False)
 
 def test_scheduler_starts_and_stops(mem: Memory) -> None:
     scheduler = Scheduler(utc(mem))

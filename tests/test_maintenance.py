@@ -211,6 +211,20 @@ def test_a_decay_preview_as_a_dict(mem: Memory, clock: Clock) -> None:
                                " 7.0 days)"}]}
 
 
+
+@pytest.mark.parametrize("name", ["consolidate", "reflect"])
+def test_an_llm_job_preview_is_skipped_and_says_why(
+    mem: Memory, anthropic_server: ScriptedLLMServer, name: str
+) -> None:
+    # Pins the two skips of an LLM job's preview: no LLM, or an LLM (never asked by a preview).
+    alone = preview_job(mem, name)
+    assert (alone.outcome, alone.counts, alone.message) == (
+        "skipped", {}, "skipped: no LLM configured")
+    asked = preview_job(mem, name, JobContext(llm=anthropic_server.llm()))
+    assert (asked.outcome, asked.message) == (
+        "skipped", "skipped: an LLM step cannot be previewed; a run asks the model")
+    assert anthropic_server.requests == []
+
 def test_a_repair_preview_counts_the_queued_vectors(mem: Memory) -> None:
     # Pins the repair preview's one count, by name.
     preview = preview_job(mem, "repair")

@@ -10,6 +10,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -209,6 +210,20 @@ def test_a_decay_preview_as_a_dict(mem: Memory, clock: Clock) -> None:
                      "reason": "conversation memory unused for 8.0 days (hygiene_max_age_s:"
                                " 7.0 days)"}]}
 
+
+
+@pytest.mark.parametrize("name", ["consolidate", "reflect"])
+def test_an_llm_job_preview_is_skipped_and_says_why(
+    mem: Memory, anthropic_server: ScriptedLLMServer, name: str
+) -> None:
+    # Pins the two skips of an LLM job's preview: no LLM, or an LLM (never asked by a preview).
+    alone = preview_job(mem, name)
+    assert (alone.outcome, alone.counts, alone.message) == (
+        "skipped", {}, "skipped: no LLM configured")
+    asked = preview_job(mem, name, JobContext(llm=anthropic_server.llm()))
+    assert (asked.outcome, asked.message) == (
+        "skipped", "skipped: an LLM step cannot be previewed; a run asks the model")
+    assert anthropic_server.requests == []
 
 def test_a_repair_preview_counts_the_queued_vectors(mem: Memory) -> None:
     # Pins the repair preview's one count, by name.
@@ -493,6 +508,41 @@ def test_the_scheduler_uses_the_configured_llm(
     assert (run.outcome, run.counts["enriched"], run.counts["prompt_tokens"]) == ("ok", 1, 40)
     scheduler.shutdown()
 
+
+
+def test_the_scheduler_and_run_all_use_the_context_they_are_given(
+    mem: Memory, anthropic_server: ScriptedLLMServer
+) -> None:
+    # Pins that a given JobContext (its LLM and steps) is used, not one built from the
+    # settings (which configure no LLM here), and that a job raising in one namespace does not
+    # stop the firing in the next ones.
+    def reflect(m: Memory, c: JobContext) -> dict[str, int]:
+        if m.namespace == "alice":
+            raise RuntimeError("a bug in alice's reflection")
+        return {"reflections": 1}
+
+    ctx = JobContext(llm=anthropic_server.llm(), steps={"reflect": reflect})
+    scheduler = Scheduler(utc(mem), namespaces=["alice", "bob", "carol"], ctx=ctx)
+    runs = scheduler.fire("reflect")
+    assert [(r.namespace, r.outcome, r.counts["reflections"]) for r in runs] == [
+        ("bob", "ok", 1), ("carol", "ok", 1)]
+    by_job = {r.job: r.outcome for r in run_all(mem.with_namespace("bob"), ctx)}
+    assert by_job["reflect"] == "ok"
+    scheduler.shutdown()
+    ctx.close()
+
+
+def test_run_forever_runs_until_told_to_stop(mem: Memory) -> None:
+    # Pins run_forever's loop: it keeps the schedule until the event is set, then shuts down.
+    scheduler = Scheduler(utc(mem))
+    stop = threading.Event()
+    runner = threading.Thread(target=scheduler.run_forever, args=(stop,))
+    runner.start()
+    runner.join(1.5)
+    alive = runner.is_alive()
+    stop.set()
+    runner.join(5)
+    assert (alive, runner.is_alive()) == (True, False)
 
 def test_scheduler_starts_and_stops(mem: Memory) -> None:
     scheduler = Scheduler(utc(mem))

@@ -19,7 +19,7 @@ import pytest
 
 from clawmemory import InvalidInputError, Memory, NotFoundError, Settings, lifecycle
 from clawmemory.lifecycle import DECAYED_AT, Report
-from clawmemory.model import KINDS
+from clawmemory.model import KINDS, Kind
 from clawmemory.portability import read_source
 from clawmemory.store.base import Store
 from clawmemory.store.memory import MemoryStore
@@ -423,7 +423,7 @@ def test_hygiene_max_age_of_one_second_archives_what_is_idle_for_two(
     assert [e.record.id for e in mem.archived()] == [chat]
 
 
-def imported_with_rate(mem: Memory, content: str, kind: str, rate: float) -> str:
+def imported_with_rate(mem: Memory, content: str, kind: Kind, rate: float) -> str:
     """A memory imported from a snapshot that gives it a decay rate of its own."""
     scratch = mem.with_namespace("scratch")
     rid = scratch.store(content, kind=kind)

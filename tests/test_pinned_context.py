@@ -24,6 +24,7 @@ from clawmemory.context import (
     soul_block,
     strip_memory_context,
 )
+from clawmemory.model import MemoryRecord
 from clawmemory.store.sqlite import SQLiteStore
 from conftest import Clock, memory_on
 
@@ -122,8 +123,8 @@ def test_enrich_exclude_fetches_four_times_the_limit(
     for i in range(3):
         put(f"widget widget widget now {i}", key=f"now-{i}", session_id="now")
 
-    def this_session(r: object) -> bool:
-        return getattr(r, "session_id", None) == "now"
+    def this_session(r: MemoryRecord) -> bool:
+        return r.session_id == "now"
 
     assert ptrclaw_enrich(mem, "widget", recall_limit=1, enrich_depth=0,
                           exclude=this_session) == block("- other: widget other",

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 import statistics
 import sys
@@ -199,7 +200,8 @@ def size_rows(args: argparse.Namespace, corpus: Corpus, real_embedder: Any) -> l
         # the same call with them switched off, for comparison)
         f50, f95 = pct(timed_iter(mem.forget, made))
         k50, k95 = pct(timed_iter(lambda q: mem.recall(q, mode="keyword", touch=False), queries))
-        row = [f"{size:,}", f"{bulk:,.0f}" if bulk == bulk else "kept", f"{s50:.2f}", f"{s95:.2f}", f"{f50:.2f}", f"{f95:.2f}",
+        filled = "kept" if math.isnan(bulk) else f"{bulk:,.0f}"  # a kept --pg-schema
+        row = [f"{size:,}", filled, f"{s50:.2f}", f"{s95:.2f}", f"{f50:.2f}", f"{f95:.2f}",
                f"{k50:.2f}", f"{k95:.2f}"]
         if embedder is not None:
             row += hybrid_cells(mem, raw_query, queries, size)

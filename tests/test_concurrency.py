@@ -112,13 +112,15 @@ def test_processes_writing_one_sqlite_file_lose_nothing(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_processes_upserting_one_key_leave_one_row(tmp_path: Path) -> None:
     db = tmp_path / "shared.db"
-    results = run_workers(db, "same-key", PROCESSES, 100)
+    # 400 each: with 100, a process could finish its upserts while another still waited to
+    # open the file, and the overlap check below failed with nothing wrong.
+    results = run_workers(db, "same-key", PROCESSES, 400)
     ids = {i for r in results for i in r["ids"]}
     assert len(ids) == 1  # every upsert hit the same memory
     rows = sql(db, "SELECT id, content FROM memories WHERE key = 'shared-key'")
     assert len(rows) == 1 and rows[0][0] in ids
     assert sql(db, "SELECT COUNT(*) FROM memories") == [(1,)]
-    last_versions = {f"worker {w} version 99" for w in range(PROCESSES)}
+    last_versions = {f"worker {w} version 399" for w in range(PROCESSES)}
     assert rows[0][1] in last_versions
 
 

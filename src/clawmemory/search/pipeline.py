@@ -284,9 +284,8 @@ class Retriever:
                         if "cosine" not in f.lists.get("vector", {}) and m not in sims]
             if unscored:
                 sims = {**sims, **self.vectors.similarities(req.namespace, qv, unscored)}
-            for mid, sim in sims.items():
-                if mid in fused:
-                    fused[mid].lists.setdefault("vector", {}).setdefault("cosine", round(sim, 6))
+            for mid, sim in sims.items():  # every id asked for is a candidate
+                fused[mid].lists.setdefault("vector", {}).setdefault("cosine", round(sim, 6))
         if len(active) == 1 and len(lists) == 1:
             for f in fused.values():
                 raw = f.lists[active[0].name][active[0].measure]

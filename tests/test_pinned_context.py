@@ -265,6 +265,12 @@ def test_devclaw_layer_counts_the_header_against_the_budget(
         HEADER + deploys[0] + "...\n[truncated - 2 more memories available]\n")
 
 
+def test_devclaw_layer_keeps_whole_lines_back_to_back(mem: Memory, deploys: list[str]) -> None:
+    # header 3 + marker 7 + two lines x 8 = 26: the two lines that fit, joined as they are
+    assert devclaw_layer(mem, "deploy", 26, estimator=words) == (
+        HEADER + deploys[0] + deploys[1] + "...\n[truncated - 1 more memories available]\n")
+
+
 def test_devclaw_layer_reserves_the_marker_with_its_count(
     mem: Memory, deploys: list[str]
 ) -> None:

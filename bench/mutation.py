@@ -5,6 +5,7 @@
     .venv/bin/python bench/mutation.py --resume lifecycle   # only the mutants without a result
     .venv/bin/python bench/mutation.py --survivors lifecycle  # the survivors again, after new tests
     .venv/bin/python bench/mutation.py --report             # the scores of what has run, no run
+    .venv/bin/python bench/mutation.py --sample 60 store    # 60 mutants drawn at random (seeded)
 
 mutmut (the ``[tool.mutmut]`` table in pyproject.toml) copies ``src/`` into ``mutants/`` with
 every small change ("mutant") of every function of the core modules built in, runs the whole
@@ -31,7 +32,9 @@ from __future__ import annotations
 import argparse
 import compileall
 import json
+import math
 import os
+import random
 import re
 import subprocess
 import sys
@@ -42,6 +45,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 MUTANTS = ROOT / "mutants"
 TESTING_DOC = ROOT / "docs" / "testing.md"
+SAMPLE = MUTANTS / "sample.json"
 
 # Module name -> the mutant-name pattern mutmut selects it by. Order: the modules nobody
 # changes often first; search (being reworked) last.
@@ -115,34 +119,100 @@ def equivalent() -> set[str]:
     return set(re.findall(r"^\| `(clawmemory\.[^`]+)` \|", TESTING_DOC.read_text("utf-8"), re.M))
 
 
-def report(modules: list[str], show: int) -> None:
+def draw(modules: list[str], per_module: int, seed: int) -> list[str]:
+    """The first ``per_module`` mutants of each module in a seeded shuffle of all of them.
+
+    The draw is over every mutant of the module, whether it has run or not, and is kept in
+    ``mutants/sample.json``: the sample's score is then an unbiased estimate of the module's
+    even when some mutants ran before (mutmut runs the cheapest first, so those are not a
+    random subset). A larger ``--sample`` with the same seed keeps the smaller draw as its
+    start, so it grows the sample instead of replacing it. Returns the drawn mutants that have
+    no result yet (the ones to run)."""
+    found = results()
+    drawn = load_sample()
+    for name in modules:
+        every = sorted(m for m in found if module_of(m) == name)
+        random.Random(f"{seed}:{name}").shuffle(every)
+        drawn[name] = every[:per_module]
+    SAMPLE.write_text(json.dumps(drawn, indent=1), encoding="utf-8")
+    return [m for name in modules for m in drawn[name] if found[m] is None]
+
+
+def load_sample() -> dict[str, list[str]]:
+    """The mutants drawn by ``--sample`` so far, by module (empty before any draw)."""
+    return json.loads(SAMPLE.read_text("utf-8")) if SAMPLE.exists() else {}
+
+
+def interval(caught: int, checked: int) -> str:
+    """The 95% Wilson interval of the share caught, as ``lo-hi%`` (for a sampled module)."""
+    z = 1.96
+    p = caught / checked
+    centre = (p + z * z / (2 * checked)) / (1 + z * z / checked)
+    half = z * math.sqrt(p * (1 - p) / checked + z * z / (4 * checked * checked)) \
+        / (1 + z * z / checked)
+    return f"{100 * max(0.0, centre - half):.0f}-{100 * min(1.0, centre + half):.0f}%"
+
+
+def print_diffs(mutants: list[str]) -> None:
+    """The change each of these mutants makes, as ``mutmut show`` prints it."""
+    from mutmut.mutation.diff_apply import get_diff_for_mutant
+
+    os.chdir(ROOT)
+    for mutant in mutants:
+        # clawmemory.store.sqlite.xǁSQLiteStoreǁput__mutmut_3 -> src/clawmemory/store/sqlite.py
+        module = mutant.split(".x", 1)[0] if ".x" in mutant else mutant
+        path = Path("src", *module.split(".")).with_suffix(".py")
+        if not path.exists():
+            path = path.with_suffix("") / "__init__.py"
+        print(f"# {mutant}")
+        print(get_diff_for_mutant(mutant, path=path))
+
+
+def report(modules: list[str], show: int, diffs: bool = False) -> None:
     found = results()
     known_equivalent = equivalent()
+    sample = load_sample()
     header = f"{'module':<12}{'mutants':>8}{'killed':>8}{'survived':>9}{'timeout':>8}" \
-             f"{'no tests':>9}{'not run':>8}{'caught':>8}{'to explain':>11}"
+             f"{'no tests':>9}{'not run':>8}{'caught':>8}{'  sample: caught (95%)':<30}" \
+             f"{'to explain':>10}"
     print(header)
     print("-" * len(header))
     unexplained: list[str] = []
     for name in modules:
-        counts: Counter[str] = Counter()
-        for mutant, code in found.items():
-            if module_of(mutant) == name:
-                counts[STATUS.get(code, "suspicious")] += 1
-                if STATUS.get(code) in ("survived", "no tests") and mutant not in known_equivalent:
-                    unexplained.append(mutant)
-        total = sum(counts.values())
-        checked = total - counts["skipped"] - counts["not run"]
+        mine = {m: code for m, code in found.items() if module_of(m) == name}
+        counts = Counter(STATUS.get(code, "suspicious") for code in mine.values())
+        unexplained += [m for m, code in mine.items()
+                        if STATUS.get(code) in ("survived", "no tests")
+                        and m not in known_equivalent]
+        checked = len(mine) - counts["skipped"] - counts["not run"]
         caught = counts["killed"] + counts["timeout"]
         score = f"{100 * caught / checked:.1f}%" if checked else "-"
-        to_explain = sum(1 for m in unexplained if module_of(m) == name)
-        print(f"{name:<12}{total:>8}{counts['killed']:>8}{counts['survived']:>9}"
+        print(f"{name:<12}{len(mine):>8}{counts['killed']:>8}{counts['survived']:>9}"
               f"{counts['timeout']:>8}{counts['no tests']:>9}{counts['not run']:>8}{score:>8}"
-              f"{to_explain:>11}")
+              f"{sampled(mine, sample.get(name, [])):<30}"
+              f"{sum(1 for m in unexplained if module_of(m) == name):>10}")
     if unexplained and show:
         print(f"\nSurvivors not listed as equivalent in docs/testing.md ({len(unexplained)}); "
               "`.venv/bin/mutmut show NAME` prints the change:")
+        if diffs:
+            print_diffs(unexplained[:show])
+            return
         for mutant in unexplained[:show]:
             print(f"  {mutant}")
+
+
+def sampled(mine: dict[str, int | None], drawn: list[str]) -> str:
+    """The score of a module's drawn mutants that have run, with its 95% interval: the
+    estimate for a module not run in full ("" for a module with nothing left to run)."""
+    if not drawn or all(code is not None for code in mine.values()):
+        return ""
+    codes = [STATUS.get(mine[m]) for m in drawn if mine.get(m) is not None]
+    checked = [c for c in codes if c != "skipped"]
+    if not checked:
+        return ""
+    caught = sum(c in ("killed", "timeout") for c in checked)
+    return (f"  {len(checked)}/{len(drawn)}: {100 * caught / len(checked):.1f}% "
+            f"({interval(caught, len(checked))})")
 
 
 def main() -> None:
@@ -154,6 +224,12 @@ def main() -> None:
     ap.add_argument("--survivors", action="store_true",
                     help="run again only the survivors (after adding tests for them)")
     ap.add_argument("--report", action="store_true", help="print the scores, run nothing")
+    ap.add_argument("--sample", type=int, metavar="N",
+                    help="run N mutants of each module, drawn at random among those not run "
+                         "yet, all in one mutmut run; the report then gives a 95%% interval")
+    ap.add_argument("--diffs", action="store_true",
+                    help="with --report: print each unexplained survivor's change")
+    ap.add_argument("--seed", type=int, default=0, help="seed of --sample's draw (default 0)")
     ap.add_argument("--jobs", type=int, default=2, help="mutants tested at once (default 2)")
     ap.add_argument("--show", type=int, default=200,
                     help="list at most this many unexplained survivors (default 200)")
@@ -166,8 +242,18 @@ def main() -> None:
     unknown = sorted(set(modules) - set(MODULES))
     if unknown:
         ap.error(f"unknown module(s) {', '.join(unknown)}; choose from {', '.join(MODULES)}")
-    if not args.report:
-        env = {**os.environ, "PYTHONPATH": str(MUTANTS / "src")}
+    env = {**os.environ, "PYTHONPATH": str(MUTANTS / "src")}
+    if args.sample and not args.report:
+        if not results():
+            # The draw needs the mutants' names: let mutmut generate them (and learn which
+            # test calls what) on one small module first.
+            run_one(["clawmemory.vectors.matrix.xǁVectorMatrixǁ__init____mutmut_1"], args.jobs, env)
+        names = draw(modules, args.sample, args.seed)
+        # One mutmut run for the whole draw: its clean run of the tests and its forced failure
+        # are paid once, not once per module.
+        print(f"== sample: {len(names)} mutants of {', '.join(modules)}", flush=True)
+        run_one(names, args.jobs, env)
+    elif not args.report:
         for name in modules:
             names = [MODULES[name]]
             if (args.resume or args.survivors) and results():
@@ -178,9 +264,14 @@ def main() -> None:
                     continue
             print(f"== {name}: mutmut run {' '.join(names[:3])}{' ...' * (len(names) > 3)}",
                   flush=True)
-            subprocess.run([sys.executable, __file__, "--mutmut", "run", "--max-children",
-                            str(args.jobs), *names], env=env, cwd=ROOT, check=False)
-    report(modules, args.show)
+            run_one(names, args.jobs, env)
+    report(modules, args.show, args.diffs)
+
+
+def run_one(names: list[str], jobs: int, env: dict[str, str]) -> None:
+    """One ``mutmut run`` of these mutants (names or patterns), in a process of its own."""
+    subprocess.run([sys.executable, __file__, "--mutmut", "run", "--max-children", str(jobs),
+                    *names], env=env, cwd=ROOT, check=False)
 
 
 if __name__ == "__main__":

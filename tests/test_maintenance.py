@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -552,6 +553,45 @@ def test_scheduler_starts_and_stops(mem: Memory) -> None:
     finally:
         scheduler.shutdown()
     scheduler.shutdown()  # twice is harmless
+
+
+class _Timed(Scheduler):
+    """A scheduler whose jobs take 1 s and record when each ran."""
+
+    def __init__(self, mem: Memory) -> None:
+        self.spans: list[tuple[str, float, float]] = []
+        super().__init__(mem, namespaces=[mem.namespace])
+
+    def fire(self, name: str) -> list[Any]:
+        start = time.monotonic()
+        time.sleep(1.0)  # long past the 0.1 s after which decay is due again
+        self.spans.append((name, start, time.monotonic()))
+        return []
+
+
+@pytest.mark.parametrize("backend", backend_params("sqlite"), indirect=True)
+def test_firings_run_one_at_a_time_and_a_running_job_is_not_started_again(
+    mem: Memory,
+) -> None:
+    # Jobs share one worker: two jobs due together run one after the other. A job due again
+    # while it still runs (a slow run past its next firing) is dropped, not run twice.
+    scheduler = _Timed(utc(mem))
+    scheduler.start()
+    try:
+        now = datetime.now(UTC)
+        scheduler._scheduler.modify_job("decay", next_run_time=now)
+        scheduler._scheduler.modify_job("repair", next_run_time=now)
+        time.sleep(0.1)
+        scheduler._scheduler.modify_job("decay", next_run_time=datetime.now(UTC))
+        deadline = time.monotonic() + 10
+        while len(scheduler.spans) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.2)  # room for a third run, if the second firing of decay were kept
+    finally:
+        scheduler.shutdown()
+    assert sorted(name for name, _, _ in scheduler.spans) == ["decay", "repair"]
+    (_, _, first_end), (_, second_start, _) = sorted(scheduler.spans, key=lambda s: s[1])
+    assert second_start >= first_end
 
 
 # --- the CLI, as a real process ------------------------------------------------------------------

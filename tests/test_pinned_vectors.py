@@ -1,0 +1,182 @@
+"""Pinned behaviour of the vector package (issue 16): what mutation testing showed no other test
+held. The binary pre-selection of ``VectorMatrix`` (which rows are rescored, by sign-code
+Hamming distance), backfill on the in-memory and PostgreSQL backends, the vector queue's
+failure count, a namespace's vectors going with the namespace.
+
+The matrices here are built so that the Hamming pre-selection and an exact search disagree:
+that is the only way a test sees which rows the pre-selection kept.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from clawmemory.vectors.matrix import VectorMatrix
+
+F32 = npt.NDArray[np.float32]
+
+
+def _binary(dimension: int, centre_min_rows: int = 0) -> VectorMatrix:
+    """A matrix that always pre-selects by Hamming distance (plain cosine by default)."""
+    return VectorMatrix(dimension, binary_threshold=0, centre_min_rows=centre_min_rows)
+
+
+def _exact_best(m: VectorMatrix, q: F32, ids: list[str]) -> str:
+    """The exact nearest of ``ids`` (an ``allowed`` search never pre-selects)."""
+    return m.search(q, 1, allowed=ids)[0][0]
+
+
+# --- which rows the sign-code pre-selection keeps -----------------------------------------------
+def test_rows_whose_signs_all_differ_are_not_rescored() -> None:
+    """A row with a high cosine but every sign but one flipped loses to 250 rows whose signs
+    all match the query: at least 200 candidates are found at Hamming distance 0."""
+    q = np.full(64, 0.01, np.float32)
+    q[0] = 1.0
+    far = -q.copy()
+    far[0] = 1.0  # cosine ≈ 0.99 with q, yet 63 of 64 signs differ
+    near = []
+    for i in range(250):
+        v = np.full(64, 0.1, np.float32)
+        v[0], v[1] = 0.5, 0.1 + 0.001 * i  # same signs as q, cosine ≈ 0.6
+        near.append((f"d{i}", v))
+    m = _binary(64)
+    m.upsert([("far", far), *near])
+    assert _exact_best(m, q, ["far", *(i for i, _ in near)]) == "far"
+    best = _exact_best(m, q, [i for i, _ in near])
+    assert m.search(q, 1) == [(best, pytest.approx(m.similarities(q, [best])[best]))]
+    assert best == "d0"
+
+
+def test_an_exact_zero_is_a_clear_sign_bit() -> None:
+    """Only a positive component sets its bit: a query with exact zeros is nearest (Hamming 0)
+    to a row whose other components are negative, not to rows that are positive there."""
+    q = np.zeros(64, np.float32)
+    q[0] = 1.0
+    target = np.full(64, -0.01, np.float32)
+    target[0] = 1.0
+    decoys = [(f"d{i}", np.r_[np.float32(0.5), np.full(63, 0.1 + 0.001 * i, np.float32)])
+              for i in range(250)]
+    m = _binary(64)
+    m.upsert([*decoys, ("target", target)])
+    assert [i for i, _ in m.search(q, 1)] == ["target"]
+
+
+def test_the_first_row_has_a_code_too() -> None:
+    q = np.full(64, 0.125, np.float32)
+    decoys = []
+    for i in range(250):
+        v = q.copy()
+        v[i % 64] = -0.125  # one sign away from q, cosine 0.97
+        decoys.append((f"d{i}", v))
+    m = _binary(64)
+    m.upsert([("first", q.copy()), *decoys])
+    assert m.search(q, 1) == [("first", pytest.approx(1.0))]
+
+
+def _ladder() -> tuple[VectorMatrix, F32]:
+    """200 rows one sign from the query, then 20 rows two signs away (the best, by cosine, is
+    "two0"), then 100 rows ten signs away."""
+    q = np.full(64, 0.125, np.float32)
+    rows: list[tuple[str, F32]] = []
+    for i in range(200):
+        v = q.copy()
+        v[i % 64] = -0.125 - 0.0001 * i  # cosine 0.97
+        rows.append((f"one{i}", v))
+    for i in range(20):
+        v = q.copy()
+        v[[i, i + 1]] = -0.0001  # two tiny flips: cosine 0.98 ...
+        v[63] *= 1 + 0.05 * i  # ... falling to 0.978 as this component grows
+        rows.append((f"two{i}", v))
+    for i in range(100):
+        v = q.copy()
+        v[i % 50 : i % 50 + 10] = -0.125
+        rows.append((f"ten{i}", v))
+    m = _binary(64)
+    m.upsert(rows)
+    return m, q
+
+
+def test_the_pre_selection_keeps_200_candidates_for_a_small_k() -> None:
+    """k = 1 asks for 20 candidates, raised to 200: exactly the 200 rows at distance 1, so the
+    better rows at distance 2 are never rescored."""
+    m, q = _ladder()
+    exact = _exact_best(m, q, m.ids())
+    assert exact == "two0"
+    top = m.search(q, 1)[0][0]
+    assert top == _exact_best(m, q, [f"one{i}" for i in range(200)])
+
+
+def test_the_pre_selection_keeps_rescore_factor_times_k_candidates() -> None:
+    """k = 11 asks for 11 × 20 = 220 candidates: the rows at distance 2 are rescored too."""
+    m, q = _ladder()
+    got = m.search(q, 11)
+    assert got[0][0] == "two0"
+    assert [i for i, _ in got] == [i for i, _ in m.search(q, 11, allowed=m.ids())]
+
+
+def test_every_word_of_a_long_code_counts() -> None:
+    """128 dimensions, two 64-bit words: the nearest row by the whole code (2 + 4 signs off)
+    beats 250 rows that match either word exactly but not the other, and 250 rows that match
+    the first word and are 7 signs off in the second."""
+    rng = np.random.default_rng(21)
+    s = rng.choice([-1.0, 1.0], 128).astype(np.float32)
+    small = [3, 9, 70, 80, 90, 100]  # where the query is nearly zero
+    q = s.copy()
+    q[small] *= 0.01
+    target = q.copy()
+    target[small] *= -1  # signs 2 off in word 0, 4 off in word 1; cosine ≈ 1
+    rows: list[tuple[str, F32]] = [("target", target)]
+    for i in range(250):
+        mag = rng.uniform(0.5, 1.5, 128).astype(np.float32)
+        a = s * mag
+        a[64:] *= -1  # first word matches, second is opposite
+        b = s * mag
+        b[:64] *= -1  # second word matches, first is opposite
+        c = s * mag
+        c[[64 + j for j in (1, 5, 11, 17, 23, 29, 41)]] *= -1  # 7 signs off in word 1
+        rows += [(f"a{i}", a), (f"b{i}", b), (f"c{i}", c)]
+    noise = rng.standard_normal((1000, 128)).astype(np.float32)
+    rows += [(f"r{i}", noise[i]) for i in range(1000)]
+    m = _binary(128)
+    m.upsert(rows)
+    assert m.search(q, 1) == [("target", pytest.approx(float(q @ target / np.linalg.norm(q) ** 2)))]
+
+
+def test_a_dimension_that_is_no_multiple_of_64_is_padded() -> None:
+    """65 dimensions: codes of two words, the second holding one bit and padding."""
+    rng = np.random.default_rng(4)
+    data = rng.standard_normal((400, 65)).astype(np.float32)
+    m = _binary(65)
+    m.upsert((f"m{i}", data[i]) for i in range(400))
+    for i in (0, 64, 399):
+        assert m.search(data[i], 1) == [(f"m{i}", pytest.approx(1.0))]
+
+
+def test_rows_past_the_first_chunk_of_codes_are_coded() -> None:
+    """Codes are packed 65,536 rows at a time: row 65,536 starts the second chunk."""
+    q = np.array([1.0, 1.0], np.float32)
+    data = np.tile(np.array([-1.0, -1.0], np.float32), (65_600, 1))  # two signs off
+    data[:300] = [1.0, -0.1]  # one sign off, cosine 0.64
+    data[65_536] = q  # the only row with q's signs
+    m = _binary(2)
+    m.upsert((f"m{i}", data[i]) for i in range(65_600))
+    assert m.search(q, 1) == [("m65536", pytest.approx(1.0))]
+
+
+def test_codes_are_signs_around_the_centre() -> None:
+    """A large shared direction: the codes of the centred rows still tell rows apart, so the
+    pre-selection is approximate (uncentred codes would all be equal, and every row rescored).
+    Overlap of the binary top 10 with the exact top 10, for ten queries."""
+    rng = np.random.default_rng(11)
+    s = rng.choice([-1.0, 1.0], 64)
+    data = (3.0 * s + rng.standard_normal((4000, 64))).astype(np.float32)
+    m = _binary(64, centre_min_rows=50)
+    m.upsert((f"m{i}", data[i]) for i in range(4000))
+    overlap = []
+    for _ in range(10):
+        q = (3.0 * s + rng.standard_normal(64)).astype(np.float32)
+        got = {i for i, _ in m.search(q, 10)}
+        overlap.append(len(got & {i for i, _ in m.search(q, 10, allowed=m.ids())}))
+    assert overlap == [7, 10, 8, 6, 8, 9, 7, 3, 8, 4]

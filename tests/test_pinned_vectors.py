@@ -9,10 +9,17 @@ that is the only way a test sees which rows the pre-selection kept.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import numpy.typing as npt
 import pytest
+from tests.conftest import Clock
+from tests.test_vectors import HashEmbedder
 
+from clawmemory import Memory, Settings
+from clawmemory.store.jsonfile import JSONFileStore
 from clawmemory.vectors.matrix import VectorMatrix
 
 F32 = npt.NDArray[np.float32]
@@ -180,3 +187,37 @@ def test_codes_are_signs_around_the_centre() -> None:
         got = {i for i, _ in m.search(q, 10)}
         overlap.append(len(got & {i for i, _ in m.search(q, 10, allowed=m.ids())}))
     assert overlap == [7, 10, 8, 6, 8, 9, 7, 3, 8, 4]
+
+
+# --- forgetting takes the vectors out of a JSON file --------------------------------------------
+def _file_embeddings(path: Path) -> list[str]:
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    return sorted(doc["embeddings"]) if isinstance(doc, dict) else []
+
+
+def test_forgetting_a_namespace_takes_its_vectors_out_of_the_json_file(
+    tmp_path: Path, clock: Clock
+) -> None:
+    path = tmp_path / "memory.json"
+    mem = Memory(JSONFileStore(path), Settings(), clock=clock, embedder=HashEmbedder())
+    kept = mem.store("alpha keeps tulips")
+    bob = mem.with_namespace("bob")
+    gone = bob.store("bob keeps volcano notes")
+    assert _file_embeddings(path) == sorted([kept, gone])
+    assert bob.forget_namespace() == 1
+    assert _file_embeddings(path) == [kept]  # at once, not at the next write
+    mem.close()
+    assert _file_embeddings(path) == [kept]
+
+
+def test_forgetting_a_keyed_memory_takes_its_vector_out_of_the_json_file(
+    tmp_path: Path, clock: Clock
+) -> None:
+    path = tmp_path / "memory.json"
+    mem = Memory(JSONFileStore(path), Settings(), clock=clock, embedder=HashEmbedder())
+    kept = mem.store("alpha keeps tulips")
+    keyed = mem.store("the wifi password is in the red notebook", key="wifi")
+    assert _file_embeddings(path) == sorted([kept, keyed])
+    mem.forget(keyed)
+    assert _file_embeddings(path) == [kept]
+    mem.close()

@@ -10,16 +10,20 @@ that is the only way a test sees which rows the pre-selection kept.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 import pytest
-from tests.conftest import Clock
+from tests.conftest import Clock, backend_params
 from tests.test_vectors import HashEmbedder
 
 from clawmemory import Memory, Settings
+from clawmemory.store.base import Store
 from clawmemory.store.jsonfile import JSONFileStore
+from clawmemory.store.memory import MemoryStore
+from clawmemory.store.sqlite import SQLiteStore
 from clawmemory.vectors.matrix import VectorMatrix
 
 F32 = npt.NDArray[np.float32]
@@ -221,3 +225,67 @@ def test_forgetting_a_keyed_memory_takes_its_vector_out_of_the_json_file(
     mem.forget(keyed)
     assert _file_embeddings(path) == [kept]
     mem.close()
+
+
+# --- backfill and reindex on the in-memory backend -------------------------------------------
+class RecordingEmbedder(HashEmbedder):
+    """``HashEmbedder`` that keeps the texts of each ``embed`` call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[list[str]] = []
+
+    def embed(self, texts: Sequence[str]) -> F32:
+        self.batches.append(list(texts))
+        return super().embed(texts)
+
+
+def test_backfill_embeds_the_memories_without_a_vector_oldest_first(clock: Clock) -> None:
+    """95 memories stored with no embedder, one with: backfill embeds the 95, oldest first, in
+    batches, and stops (every progress step is within the total)."""
+    store = MemoryStore()
+    Memory(store, Settings(), clock=clock, embedder=None).store_many(
+        [{"content": f"note {i:02d} about topic{i}"} for i in range(95)])
+    embedder = RecordingEmbedder()
+    mem = Memory(store, Settings(), clock=clock, embedder=embedder)
+    mem.store("already embedded note")
+    embedder.batches.clear()
+    steps: list[tuple[int, int]] = []
+
+    def progress(done: int, total: int) -> None:
+        assert done <= 95, "backfill went past the memories that lack a vector"
+        steps.append((done, total))
+
+    assert mem.backfill(batch_size=50, progress=progress) == 95
+    assert steps == [(50, 95), (95, 95)]
+    assert embedder.batches == [[f"note {i:02d} about topic{i}" for i in range(50)],
+                                [f"note {i:02d} about topic{i}" for i in range(50, 95)]]
+    assert mem.backfill() == 0
+
+
+def test_reindex_on_the_in_memory_backend(clock: Clock) -> None:
+    mem = Memory(MemoryStore(), Settings(), clock=clock, embedder=HashEmbedder())
+    first = mem.store("kayak repair on sunday")
+    mem.store("the tram strike is over")
+    assert mem.reindex() == 2
+    assert mem.recall("kayak repair", mode="vector")[0].memory.id == first
+
+
+@pytest.mark.parametrize("backend", backend_params("json", "sqlite"), indirect=True)
+def test_a_forgotten_namespace_starts_again_with_no_vectors(store: Store, clock: Clock) -> None:
+    """After ``forget_namespace`` the namespace's vectors are gone from the index too: one new
+    memory is alone (plain cosine), not centred on the three forgotten ones. Forgetting a
+    namespace that never had vectors is a no-op."""
+    embedder = HashEmbedder()
+    mem = Memory(store, Settings(recall={"centre_min_rows": 3}), clock=clock, embedder=embedder)
+    bob = mem.with_namespace("bob")
+    bob.store_many([{"content": t} for t in ("red kayak", "tram strike", "orchid light")])
+    assert mem.with_namespace("nobody").forget_namespace() == 0
+    assert bob.forget_namespace() == 3
+    if isinstance(store, SQLiteStore):  # the rows themselves, not only the cache
+        assert store._query("SELECT COUNT(*) FROM vec_memories") == [(0,)]
+    new = bob.store("apple pie recipe")
+    hit = bob.recall("apple pie", mode="vector")[0]
+    plain = float(embedder.embed_query("apple pie") @ embedder.embed(["apple pie recipe"])[0])
+    assert hit.memory.id == new
+    assert hit.explain.lists["vector"]["cosine"] == pytest.approx(plain, abs=1e-6)

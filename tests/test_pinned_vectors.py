@@ -20,6 +20,7 @@ from tests.conftest import Clock, backend_params
 from tests.test_vectors import HashEmbedder
 
 from clawmemory import Memory, Settings
+from clawmemory.errors import EmbeddingError
 from clawmemory.store.base import Store
 from clawmemory.store.jsonfile import JSONFileStore
 from clawmemory.store.memory import MemoryStore
@@ -240,10 +241,12 @@ class RecordingEmbedder(HashEmbedder):
         return super().embed(texts)
 
 
-def test_backfill_embeds_the_memories_without_a_vector_oldest_first(clock: Clock) -> None:
+@pytest.mark.parametrize("backend", backend_params("memory", "postgres"), indirect=True)
+def test_backfill_embeds_the_memories_without_a_vector_oldest_first(
+    store: Store, clock: Clock
+) -> None:
     """95 memories stored with no embedder, one with: backfill embeds the 95, oldest first, in
     batches, and stops (every progress step is within the total)."""
-    store = MemoryStore()
     Memory(store, Settings(), clock=clock, embedder=None).store_many(
         [{"content": f"note {i:02d} about topic{i}"} for i in range(95)])
     embedder = RecordingEmbedder()
@@ -289,3 +292,36 @@ def test_a_forgotten_namespace_starts_again_with_no_vectors(store: Store, clock:
     plain = float(embedder.embed_query("apple pie") @ embedder.embed(["apple pie recipe"])[0])
     assert hit.memory.id == new
     assert hit.explain.lists["vector"]["cosine"] == pytest.approx(plain, abs=1e-6)
+
+
+class FailingEmbedder(HashEmbedder):
+    """Loads, then fails every document batch with a long message."""
+
+    def embed(self, texts: Sequence[str]) -> F32:
+        raise EmbeddingError("model crashed: " + "x" * 600)
+
+
+@pytest.mark.parametrize("backend", backend_params("sqlite", "postgres"), indirect=True)
+def test_a_failed_embedding_is_counted_on_the_queue_row(store: Store, clock: Clock) -> None:
+    """The memory is kept and stays queued; its row counts the attempt (the background worker
+    gives up on a row after a few) and keeps the first 500 characters of the error."""
+    mem = Memory(store, Settings(), clock=clock, embedder=FailingEmbedder())
+    mid = mem.store("a note the model cannot embed")
+    queue = mem.components.vector_queue()
+    assert queue is not None
+    (entry,) = queue.pending("default", 10)
+    assert entry[:2] == ("default", mid)
+    assert queue.pending(None, 10, after=entry[2]) == []
+    assert queue.pending(None, 10, max_attempts=1) == []
+    assert queue.pending(None, 10, max_attempts=2) == [entry]
+    rows = store._query("SELECT attempts, last_error FROM vector_queue")  # type: ignore[attr-defined]
+    assert [tuple(r) for r in rows] == [(1, ("model crashed: " + "x" * 600)[:500])]
+
+
+@pytest.mark.parametrize("backend", backend_params("postgres"), indirect=True)
+def test_an_unbound_postgres_vector_store_counts_nothing(store: Store) -> None:
+    from clawmemory.vectors import vector_store_for
+
+    vectors = vector_store_for(store)
+    assert vectors is not None
+    assert (vectors.count("default"), vectors.missing("default", 10)) == (0, [])

@@ -10,13 +10,13 @@ that is the only way a test sees which rows the pre-selection kept.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 import pytest
-from tests.conftest import Clock, backend_params
+from tests.conftest import Clock, backend_params, postgres_url
 from tests.test_vectors import HashEmbedder
 
 from clawmemory import Memory, Settings
@@ -24,6 +24,7 @@ from clawmemory.errors import EmbeddingError
 from clawmemory.store.base import Store
 from clawmemory.store.jsonfile import JSONFileStore
 from clawmemory.store.memory import MemoryStore
+from clawmemory.store.postgres import PostgresOptions, PostgresStore
 from clawmemory.store.sqlite import SQLiteStore
 from clawmemory.vectors.matrix import VectorMatrix
 
@@ -325,3 +326,58 @@ def test_an_unbound_postgres_vector_store_counts_nothing(store: Store) -> None:
     vectors = vector_store_for(store)
     assert vectors is not None
     assert (vectors.count("default"), vectors.missing("default", 10)) == (0, [])
+
+
+# --- the HNSW path of PostgreSQL (past exact_search_rows) -----------------------------------------
+# Five rows and a query, 3-d, where the three rankings disagree: plain cosine and centred
+# cosine put row 3 first; the index's order for q − c (d·(q − c)) puts row 4 first.
+_ROWS = [[0.1, -0.1, 0.6], [0.1, -0.5, 0.4], [1.3, 0.9, -0.7], [-1.3, -0.6, 0.0],
+         [-2.3, -0.2, -1.2]]
+_QUERY = [-0.7, -0.5, -0.3]
+
+
+class TableEmbedder:
+    """Row i of ``_ROWS`` for the text "row i"; ``_QUERY`` for any query."""
+
+    name, dimension = "table", 3
+
+    def embed(self, texts: Sequence[str]) -> F32:
+        return np.array([_ROWS[int(t.split()[-1])] for t in texts], np.float32)
+
+    def embed_query(self, text: str) -> F32:
+        return np.array(_QUERY, np.float32)
+
+
+def _unit(v: Sequence[float]) -> F32:
+    a = np.asarray(v, np.float32)
+    return a / np.linalg.norm(a)
+
+
+@pytest.fixture
+def approximate(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[PostgresStore]:
+    """A PostgreSQL store that searches every namespace through the HNSW index."""
+    store = PostgresStore(postgres_url(request, tmp_path),
+                          options=PostgresOptions(exact_search_rows=0))
+    yield store
+    store.close()
+
+
+@pytest.mark.parametrize(("centre_min_rows", "best"), [(0, 3), (3, 4)])
+def test_the_index_is_asked_for_the_neighbours_of_the_centred_query(
+    approximate: PostgresStore, clock: Clock, centre_min_rows: int, best: int
+) -> None:
+    """Plain cosine: the index's nearest to q (row 3). Centred: the index's nearest to q − c
+    (row 4: k candidates, here one, are rescored, not the whole namespace)."""
+    mem = Memory(approximate, Settings(recall={"centre_min_rows": centre_min_rows}),
+                 clock=clock, embedder=TableEmbedder())
+    ids = mem.store_many([{"content": f"row {i}"} for i in range(5)])
+    vectors = mem.components.vectors()
+    assert vectors is not None
+    d, q = np.stack([_unit(r) for r in _ROWS]), _unit(_QUERY)
+    if centre_min_rows:
+        c = d.mean(0)
+        score = float((d[best] - c) @ (q - c) / np.linalg.norm(d[best] - c)
+                      / np.linalg.norm(q - c))
+    else:
+        score = float(d[best] @ q)
+    assert vectors.search("default", q, 1) == [(ids[best], pytest.approx(score, abs=1e-5))]

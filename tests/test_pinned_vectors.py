@@ -381,3 +381,51 @@ def test_the_index_is_asked_for_the_neighbours_of_the_centred_query(
     else:
         score = float(d[best] @ q)
     assert vectors.search("default", q, 1) == [(ids[best], pytest.approx(score, abs=1e-5))]
+
+
+def test_a_forgotten_memory_leaves_the_index(clock: Clock) -> None:
+    """Two of three forgotten, one added: two rows are left, below ``centre_min_rows`` = 3, so
+    the similarity is plain cosine (the forgotten rows would make it centred)."""
+    embedder = HashEmbedder()
+    mem = Memory(MemoryStore(), Settings(recall={"centre_min_rows": 3}), clock=clock,
+                 embedder=embedder)
+    ids = mem.store_many([{"content": t} for t in ("red kayak", "tram strike", "orchid light")])
+    mem.forget(ids[0])
+    mem.forget(ids[1])
+    new = mem.store("apple pie recipe")
+    hit = mem.recall("apple pie", mode="vector")[0]
+    plain = float(embedder.embed_query("apple pie") @ embedder.embed(["apple pie recipe"])[0])
+    assert hit.memory.id == new
+    assert hit.explain.lists["vector"]["cosine"] == pytest.approx(plain, abs=1e-6)
+
+
+# --- the centre of a PostgreSQL namespace ---------------------------------------------------
+@pytest.mark.parametrize("backend", backend_params("postgres"), indirect=True)
+def test_the_postgres_centre_moves_when_a_tenth_of_the_rows_are_new(
+    store: Store, clock: Clock
+) -> None:
+    """Computed at 21 rows; 2 more (under 10%) leave it; a third (30/21 ≥ 10%) moves it to the
+    mean of all 24. Below ``centre_min_rows`` nothing is centred."""
+    embedder = HashEmbedder()
+    mem = Memory(store, Settings(recall={"centre_min_rows": 21}), clock=clock, embedder=embedder)
+    vectors = mem.components.vectors()
+    assert vectors is not None
+    texts = [f"note {i} about topic{i} and thing{i % 5}" for i in range(24)]
+    ids = mem.store_many([{"content": t} for t in texts[:20]])
+    assert vectors.centred("default") is False
+    ids += mem.store_many([{"content": texts[20]}])
+    q = embedder.embed_query("topic3 thing3")
+    d = embedder.embed(texts).astype(np.float32)
+
+    def centred(c: F32) -> float:
+        return float((d[3] - c) @ (q - c) / np.linalg.norm(d[3] - c) / np.linalg.norm(q - c))
+
+    assert vectors.centred("default") is True
+    assert vectors.similarities("default", q, [ids[3]]) == {
+        ids[3]: pytest.approx(centred(d[:21].mean(0)), abs=1e-5)}
+    ids += mem.store_many([{"content": t} for t in texts[21:23]])
+    assert vectors.similarities("default", q, [ids[3]]) == {
+        ids[3]: pytest.approx(centred(d[:21].mean(0)), abs=1e-5)}
+    ids += mem.store_many([{"content": texts[23]}])
+    assert vectors.similarities("default", q, [ids[3]]) == {
+        ids[3]: pytest.approx(centred(d.mean(0)), abs=1e-5)}

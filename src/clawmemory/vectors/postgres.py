@@ -175,7 +175,10 @@ class PostgresVectors:
         if not rows:
             return None, 0
         centre, n, added = rows[0]
-        stale = added * 10 >= max(n, 1) or (centre is None and n + added >= self.centre_min_rows)
+        # Stale when a tenth of the rows are new, or when the namespace has just reached
+        # centre_min_rows (a centre computed below it was never used): centred from that row
+        # on, as VectorMatrix is.
+        stale = added * 10 >= max(n, 1) or n < self.centre_min_rows <= n + added
         if stale and not self.store.read_only:
             centre, n = self._recentre(namespace)
         if centre is None or not self.centre_min_rows or n < self.centre_min_rows:

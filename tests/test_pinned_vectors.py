@@ -319,8 +319,8 @@ def test_a_failed_embedding_is_counted_on_the_queue_row(store: Store, clock: Clo
     assert [tuple(r) for r in rows] == [(1, ("model crashed: " + "x" * 600)[:500])]
 
 
-@pytest.mark.parametrize("backend", backend_params("postgres"), indirect=True)
-def test_an_unbound_postgres_vector_store_counts_nothing(store: Store) -> None:
+@pytest.mark.parametrize("backend", backend_params("sqlite", "postgres"), indirect=True)
+def test_an_unbound_vector_store_counts_nothing(store: Store) -> None:
     from clawmemory.vectors import vector_store_for
 
     vectors = vector_store_for(store)
@@ -429,3 +429,26 @@ def test_the_postgres_centre_moves_when_a_tenth_of_the_rows_are_new(
     ids += mem.store_many([{"content": texts[23]}])
     assert vectors.similarities("default", q, [ids[3]]) == {
         ids[3]: pytest.approx(centred(d.mean(0)), abs=1e-5)}
+
+
+def test_the_vector_journal_is_trimmed_to_the_last_200_000_changes(tmp_path: Path) -> None:
+    """A database whose journal has reached change 210,000 (the first 209,998 made by long-gone
+    writes): the process that applies it drops the changes more than 200,000 behind."""
+    import apsw
+
+    db = tmp_path / "journal.db"
+    a = Memory.open(db, embedder=HashEmbedder())
+    b = Memory.open(db, embedder=HashEmbedder())
+    try:
+        a.store("first memory about tulips")
+        assert b.recall("tulips", mode="vector")  # b's matrix is loaded at change 1
+        conn = apsw.Connection(str(db))
+        conn.execute("INSERT INTO vec_log(gen, namespace, seq, op) VALUES (209999, 'x', 0, 'u')")
+        new = a.store("second memory about volcanoes")  # change 210,000
+        assert b.recall("volcanoes", mode="vector")[0].memory.id == new
+        assert list(conn.execute("SELECT gen FROM vec_log ORDER BY gen")) == [(209999,),
+                                                                              (210000,)]
+        conn.close()
+    finally:
+        a.close()
+        b.close()

@@ -326,6 +326,7 @@ def test_an_unbound_vector_store_counts_nothing(store: Store) -> None:
     vectors = vector_store_for(store)
     assert vectors is not None
     assert (vectors.count("default"), vectors.missing("default", 10)) == (0, [])
+    assert vectors.upsert("default", [("m1", np.ones(4, np.float32))]) == 0
 
 
 # --- the HNSW path of PostgreSQL (past exact_search_rows) -----------------------------------------

@@ -9,7 +9,8 @@ namespace's mean vector (ADR 0007), as on SQLite:
     cos_c(q, d) = (d·q − d·c − q·c + c·c) / (|q − c| · |d − c|),  |d − c|² = 1 − 2 d·c + c·c
 
 The centre ``c`` of a namespace is kept in ``vector_centres`` and recomputed when the vectors
-stored since moved its row count by 10% (the frozen-mean rule of ``VectorMatrix``); every
+stored since moved its row count by 10%, or brought the namespace to ``centre_min_rows`` (the
+frozen-mean rule of ``VectorMatrix``); every
 replica reads the same centre. A namespace with fewer than ``exact_search_rows`` vectors is
 searched exactly; a larger one asks the HNSW index for the nearest neighbours of ``q − c``
 (ranking by ``d·(q − c)``, the numerator of cos_c up to constants) and re-scores them exactly.

@@ -10,10 +10,10 @@ namespace's mean vector (ADR 0007), as on SQLite:
 
 The centre ``c`` of a namespace is kept in ``vector_centres`` and recomputed when the vectors
 stored since moved its row count by 10%, or brought the namespace to ``centre_min_rows`` (the
-frozen-mean rule of ``VectorMatrix``); every
-replica reads the same centre. A namespace with fewer than ``exact_search_rows`` vectors is
-searched exactly; a larger one asks the HNSW index for the nearest neighbours of ``q − c``
-(ranking by ``d·(q − c)``, the numerator of cos_c up to constants) and re-scores them exactly.
+frozen-mean rule of ``VectorMatrix``); every replica reads the same centre. A namespace with
+fewer than ``exact_search_rows`` vectors is searched exactly; a larger one asks the HNSW index
+for the nearest neighbours of ``q − c`` (ranking by ``d·(q − c)``, the numerator of cos_c up to
+constants) and re-scores them exactly.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import builtins
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -159,14 +159,22 @@ class JSONFileStore(MemoryStore):
 
     def _delete_live(self, namespace: str, ids: Sequence[str]) -> int:
         # Archived or deleted, a record leaves its embedding behind in neither case.
-        for rid in ids:
-            r = self.get(namespace, rid)
-            if r is not None:
-                self.embeddings.pop(r.key or r.id, None)
+        self._drop_embeddings(r for r in (self.get(namespace, i) for i in ids) if r is not None)
         return super()._delete_live(namespace, ids)
+
+    def _drop_embeddings(self, records: Iterable[MemoryRecord]) -> None:
+        # The vector store keeps a record's embedding under its id; a file 000 wrote may key
+        # it by the record's key. Either way it goes in the same file write as the record.
+        for r in records:
+            self.embeddings.pop(r.id, None)
+            if r.key:
+                self.embeddings.pop(r.key, None)
 
     def delete_namespace(self, namespace: str) -> int:
         with self._persisting():
+            ns = self._ns.get(namespace)
+            if ns is not None:
+                self._drop_embeddings(ns.records.values())
             return super().delete_namespace(namespace)
 
     def touch(self, namespace: str, ids: Sequence[str], now: float) -> None:
@@ -233,8 +241,7 @@ class JSONFileStore(MemoryStore):
 
     def archive(self, namespace: str, ids: Sequence[str], *, at: float) -> int:
         with self._persisting():
-            for r in self.get_many(namespace, ids):
-                self.embeddings.pop(r.id, None)
+            self._drop_embeddings(self.get_many(namespace, ids))
             return super().archive(namespace, ids, at=at)
 
     def restore(self, namespace: str, id_: str) -> MemoryRecord | None:

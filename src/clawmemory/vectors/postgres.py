@@ -9,10 +9,11 @@ namespace's mean vector (ADR 0007), as on SQLite:
     cos_c(q, d) = (d·q − d·c − q·c + c·c) / (|q − c| · |d − c|),  |d − c|² = 1 − 2 d·c + c·c
 
 The centre ``c`` of a namespace is kept in ``vector_centres`` and recomputed when the vectors
-stored since moved its row count by 10% (the frozen-mean rule of ``VectorMatrix``); every
-replica reads the same centre. A namespace with fewer than ``exact_search_rows`` vectors is
-searched exactly; a larger one asks the HNSW index for the nearest neighbours of ``q − c``
-(ranking by ``d·(q − c)``, the numerator of cos_c up to constants) and re-scores them exactly.
+stored since moved its row count by 10%, or brought the namespace to ``centre_min_rows`` (the
+frozen-mean rule of ``VectorMatrix``); every replica reads the same centre. A namespace with
+fewer than ``exact_search_rows`` vectors is searched exactly; a larger one asks the HNSW index
+for the nearest neighbours of ``q − c`` (ranking by ``d·(q − c)``, the numerator of cos_c up to
+constants) and re-scores them exactly.
 """
 
 from __future__ import annotations
@@ -175,7 +176,10 @@ class PostgresVectors:
         if not rows:
             return None, 0
         centre, n, added = rows[0]
-        stale = added * 10 >= max(n, 1) or (centre is None and n + added >= self.centre_min_rows)
+        # Stale when a tenth of the rows are new, or when the namespace has just reached
+        # centre_min_rows (a centre computed below it was never used): centred from that row
+        # on, as VectorMatrix is.
+        stale = added * 10 >= max(n, 1) or n < self.centre_min_rows <= n + added
         if stale and not self.store.read_only:
             centre, n = self._recentre(namespace)
         if centre is None or not self.centre_min_rows or n < self.centre_min_rows:

@@ -328,6 +328,26 @@ def test_a_failing_job_is_recorded_and_a_bug_is_raised(
     assert openai_server.requests == []
 
 
+@pytest.mark.parametrize("backend", backend_params("sqlite"), indirect=True)
+def test_a_context_whose_llm_cannot_be_built_keeps_the_callers_fields(mem: Memory) -> None:
+    # a local server without a model name: the steps learn why, the caller's seed still holds
+    llm = LLMSettings(provider="openai", base_url="http://127.0.0.1:9/v1")
+    rng = random.Random(7)
+    ctx = JobContext.from_settings(mem.settings.model_copy(update={"llm": llm}), rng=rng)
+    assert (ctx.llm, ctx.rng) == (None, rng)
+    assert ctx.llm_problem is not None
+    assert ctx.llm_problem.startswith("[llm] model is not set: name the model "
+                                      "http://127.0.0.1:9/v1 serves")
+
+
+@pytest.mark.parametrize("backend", backend_params("sqlite"), indirect=True)
+def test_an_unknown_job_names_the_jobs_there_are(mem: Memory) -> None:
+    with pytest.raises(InvalidInputError) as refused:
+        run_job(mem, "vacuum")
+    assert str(refused.value) == ("unknown job 'vacuum' (expected one of: enrich, consolidate, "
+                                  "decay, reflect, repair)")
+
+
 def test_unknown_job_is_refused(mem: Memory) -> None:
     with pytest.raises(InvalidInputError, match="unknown job 'vacuum'"):
         run_job(mem, "vacuum")

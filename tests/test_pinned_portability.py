@@ -1,0 +1,237 @@
+"""Behaviours of the importers and the Markdown export that mutation testing showed no test
+pinned: the exact errors a bad source gets, how DevClaw keyword lists and OpenClaw notes are
+split, the ids and defaults an import gives, and what an exported note's header holds.
+
+Every source is built here (stdlib sqlite3, files written by the test); imports go through
+``read_source`` (what ``clawmem import`` calls) and exports through ``export_markdown``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from clawmemory import ImportFormatError, Memory
+from clawmemory.model import KINDS
+from clawmemory.portability import export_markdown, read_source
+from clawmemory.snapshot import ParsedSnapshot
+from test_importers import MEM0_HISTORY_SCHEMA
+from test_portability import (  # noqa: F401  (sqlite_mem is a fixture)
+    MAX,
+    START,
+    build_devclaw_db,
+    build_sandbox,
+    build_sclaw,
+    sqlite_mem,
+)
+
+
+def read(fmt: str, path: Path) -> ParsedSnapshot:
+    return read_source(fmt, path, namespace="default", now=START, max_chars=MAX)
+
+
+def refused(fmt: str, path: Path) -> ImportFormatError:
+    with pytest.raises(ImportFormatError) as info:
+        read(fmt, path)
+    return info.value
+
+
+def sql(path: Path, script: str) -> Path:
+    db = sqlite3.connect(path)
+    db.executescript(script)
+    db.commit()
+    db.close()
+    return path
+
+
+def note(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# --- a SQLite source that fails while its rows are read ------------------------------------------
+def test_a_database_error_while_reading_rows_names_the_file_and_the_cause(
+        tmp_path: Path) -> None:
+    # A view that has the columns and can be counted, but whose rows overflow when SQLite
+    # steps them: the error comes while the rows are read, after the schema checks passed.
+    path = sql(tmp_path / "devclaw.db", """
+        CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1);
+        CREATE VIEW memories AS SELECT 'm1' AS id, 'fact' AS category,
+            abs(x - 9223372036854775807 - 2) AS content FROM t;
+    """)
+    error = refused("devclaw-db", path)
+    assert error.path == str(path)
+    assert error.line is None
+    assert error.reason == "cannot read: integer overflow"
+    assert str(error) == f"{path}: cannot read: integer overflow"
+
+
+# --- a column that is not UTF-8 is named in the error --------------------------------------------
+def test_devclaw_db_id_that_is_not_utf8_is_named(tmp_path: Path) -> None:
+    path = sql(build_devclaw_db(tmp_path),
+               "INSERT INTO memories (id, category, content) VALUES"
+               " (CAST(x'ff41' AS TEXT), 'fact', 'x');")
+    error = refused("devclaw-db", path)
+    assert error.reason == ("table memories, row 3 (id '\ufffdA'): column id is not UTF-8 text"
+                            " (byte 0xff at offset 0)")
+
+
+def test_sclaw_tags_that_are_not_utf8_are_named(tmp_path: Path) -> None:
+    path = sql(build_sclaw(tmp_path, wal=False),
+               "INSERT INTO facts VALUES ('f9', 'x', NULL, CAST(x'41ff' AS TEXT), NULL, NULL);")
+    error = refused("sclaw", path)
+    assert error.reason == ("table facts, row 4 (id 'f9'): column tags is not UTF-8 text"
+                            " (byte 0xff at offset 1)")
+
+
+def _mem0_history(root: Path, actor: str) -> Path:
+    path = root / "history.db"
+    sql(path, MEM0_HISTORY_SCHEMA + f"""
+        INSERT INTO history VALUES ('h1', 'm-1', NULL, 'Likes jazz', 'ADD',
+            '2024-05-01T10:00:00+00:00', NULL, 0, {actor}, NULL);
+    """)
+    return path
+
+
+def test_mem0_history_actor_that_is_not_utf8_skips_the_memory_naming_it(
+        tmp_path: Path) -> None:
+    path = _mem0_history(tmp_path, "CAST(x'ff' AS TEXT)")
+    parsed = read("mem0", path)
+    assert parsed.records == []
+    assert [tuple(s) for s in parsed.skipped] == [(
+        "column actor_id is not UTF-8 text (byte 0xff at offset 0)",
+        f"{path}: memory m-1 (history row 1)")]
+
+
+def test_mem0_history_actor_goes_to_metadata(tmp_path: Path) -> None:
+    (record,) = read("mem0", _mem0_history(tmp_path, "'alice'")).records
+    assert (record.id, record.content, record.metadata) == ("m-1", "Likes jazz",
+                                                            {"actor_id": "alice"})
+
+
+# --- mem0 JSON: an item without an id gets a stable id of its content ----------------------------
+def test_mem0_item_without_id_gets_the_stable_mem0_id(tmp_path: Path) -> None:
+    path = tmp_path / "mem0.json"
+    path.write_text(json.dumps({"results": [{"memory": "Likes tea"}, {"id": " ", "memory": "B"}]}),
+                    encoding="utf-8")
+    ids = [r.id for r in read("mem0", path).records]
+    # sha256 of "mem0" \x1f content, first 16 hex digits: the same id on every release
+    assert ids == [hashlib.sha256(f"mem0\x1f{c}".encode()).hexdigest()[:16]
+                   for c in ("Likes tea", "B")]
+    assert ids[0] == "1da74734492e7a81"
+
+
+# --- sclaw: a message's seq must be an integer ---------------------------------------------------
+@pytest.mark.parametrize(("seq", "shown"), [("'x'", "b'x'"), ("1.5", "1.5"), ("NULL", "None")])
+def test_sclaw_message_whose_seq_is_not_an_integer_is_refused(tmp_path: Path, seq: str,
+                                                             shown: str) -> None:
+    path = sql(build_sclaw(tmp_path, wal=False), "CREATE TABLE m2 AS SELECT * FROM messages;"
+               " DROP TABLE messages; CREATE TABLE messages AS SELECT * FROM m2 WHERE 0;"
+               f" INSERT INTO messages VALUES ('s9', {seq}, 'user', 'hi', NULL, NULL, NULL,"
+               " NULL);")
+    error = refused("sclaw", path)
+    assert error.reason.endswith(f": seq must be an integer, not {shown}")
+
+
+def test_sclaw_message_seq_stored_as_text_digits_is_read_as_a_number(tmp_path: Path) -> None:
+    path = sql(build_sclaw(tmp_path, wal=False), "CREATE TABLE m2 AS SELECT * FROM messages;"
+               " DROP TABLE messages; CREATE TABLE messages AS SELECT * FROM m2 WHERE 0;"
+               " INSERT INTO messages VALUES ('s9', '7', 'user', 'hi', NULL, NULL, NULL, NULL);")
+    (episode,) = [r for r in read("sclaw", path).records if r.kind == "episode"]
+    assert episode.metadata == {"seq": 7}
+
+
+# --- sandbox: a NULL decay_rate takes the kind's own rate ----------------------------------------
+def test_sandbox_null_decay_rate_takes_the_kind_policy(tmp_path: Path) -> None:
+    import apsw
+
+    path = build_sandbox(tmp_path)
+    db = apsw.Connection(str(path))
+    db.execute("UPDATE memories SET decay_rate = NULL")
+    db.close()
+    rates = {r.id: r.decay_rate for r in read("sandbox", path).records}
+    assert rates == {"ep_1": KINDS["episode"].decay_rate, "fact_1": KINDS["fact"].decay_rate,
+                     "fact_2": KINDS["fact"].decay_rate, "fact_3": KINDS["fact"].decay_rate,
+                     "ref_1": KINDS["reflection"].decay_rate}
+    assert KINDS["fact"].decay_rate > 0.0
+
+
+# --- DevClaw notes: comma lists, metadata, front matter shape ------------------------------------
+def _devclaw_note(tmp_path: Path, header: str) -> Path:
+    return note(tmp_path / "memory" / "fact" / "2024-01-15-x.md",
+                f"---\ncategory: fact\n{header}\n---\n\nThe body.\n")
+
+
+def test_devclaw_keywords_as_text_are_split_on_commas_only(tmp_path: Path) -> None:
+    path = _devclaw_note(tmp_path, "keywords: api,auth, two words ,, last")
+    (record,) = read("devclaw-md", path).records
+    assert record.tags == ("api", "auth", "two words", "last")
+
+
+def test_devclaw_metadata_that_is_not_an_object_is_refused_at_its_line(tmp_path: Path) -> None:
+    path = _devclaw_note(tmp_path, "owner: bob\nmetadata: [1, 2]")
+    error = refused("devclaw-md", path)
+    assert (error.reason, error.line) == ("metadata must be a JSON object", 4)
+
+
+def test_devclaw_front_matter_that_is_not_key_value_lines_is_refused(tmp_path: Path) -> None:
+    path = note(tmp_path / "fact" / "2024-01-15-x.md", "---\n- a\n- b\n---\n\nThe body.\n")
+    error = refused("devclaw-md", path)
+    assert (error.reason, error.line) == ("front matter: expected 'key: value' lines", 2)
+
+
+# --- OpenClaw: how a file is cut into memories ---------------------------------------------------
+def _openclaw(tmp_path: Path, text: str) -> list[tuple[str, int]]:
+    path = note(tmp_path / "MEMORY.md", text)
+    return [(r.content, r.metadata["line"]) for r in read("openclaw", path).records]
+
+
+def test_openclaw_fenced_block_keeps_its_indent_and_ends_at_its_closing_fence(
+        tmp_path: Path) -> None:
+    text = "Intro.\n\n```python\ndef f():\n    return 1\n```\nAfter the block.\n"
+    assert _openclaw(tmp_path, text) == [
+        ("Intro.", 1),
+        ("```python\ndef f():\n    return 1\n```", 3),
+        ("After the block.", 7),
+    ]
+
+
+def test_openclaw_unindented_line_right_after_an_item_continues_it(tmp_path: Path) -> None:
+    text = "- Prefers dark mode\nin every editor\n- Second item\n"
+    assert _openclaw(tmp_path, text) == [("Prefers dark mode\nin every editor", 1),
+                                         ("Second item", 3)]
+
+
+def test_openclaw_paragraph_after_an_item_and_a_blank_line_is_one_memory(
+        tmp_path: Path) -> None:
+    text = "- An item\n\nA paragraph that\nwraps over lines.\n"
+    assert _openclaw(tmp_path, text) == [("An item", 1), ("A paragraph that\nwraps over lines.", 3)]
+
+
+# --- the Markdown export's front matter ----------------------------------------------------------
+def _exported(mem: Memory, tmp_path: Path) -> str:
+    out = tmp_path / "notes"
+    assert export_markdown(mem, out) == 1
+    (path,) = out.rglob("*.md")
+    return path.read_text(encoding="utf-8")
+
+
+def test_export_leaves_out_the_default_confidence_and_writes_another(
+        sqlite_mem: Memory, tmp_path: Path) -> None:  # noqa: F811
+    rid = sqlite_mem.store("Alice likes tea", confidence=1.0)
+    assert "confidence" not in _exported(sqlite_mem, tmp_path)
+    sqlite_mem.forget(rid)
+    sqlite_mem.store("Bob likes coffee", confidence=0.5)
+    assert "\nconfidence: 0.5\n" in _exported(sqlite_mem, tmp_path / "2")
+
+
+def test_export_writes_a_quoted_list_in_utf8(
+        sqlite_mem: Memory, tmp_path: Path) -> None:  # noqa: F811
+    sqlite_mem.store("Café notes", tags=["café, au lait", "thé"])
+    assert '\nkeywords: ["café, au lait", "thé"]\n' in _exported(sqlite_mem, tmp_path)
+

@@ -12,6 +12,7 @@ import hashlib
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -72,21 +73,34 @@ def test_a_database_error_while_reading_rows_names_the_file_and_the_cause(
 
 
 # --- a column that is not UTF-8 is named in the error --------------------------------------------
-def test_devclaw_db_id_that_is_not_utf8_is_named(tmp_path: Path) -> None:
-    path = sql(build_devclaw_db(tmp_path),
-               "INSERT INTO memories (id, category, content) VALUES"
-               " (CAST(x'ff41' AS TEXT), 'fact', 'x');")
+BAD = "CAST(x'ff41' AS TEXT)"  # 0xff starts no UTF-8 sequence
+DEVCLAW_ROW = {"id": "'d9'", "category": "'fact'", "content": "'x'", "keywords": "'[]'",
+               "metadata": "'{}'"}
+SCLAW_ROW = {"id": "'f9'", "content": "'x'", "source": "NULL", "tags": "NULL",
+             "metadata": "NULL", "created_at": "NULL"}
+
+
+def _insert(table: str, row: dict[str, str], bad: str) -> str:
+    values = [BAD if name == bad else value for name, value in row.items()]
+    return f"INSERT INTO {table} ({', '.join(row)}) VALUES ({', '.join(values)});"
+
+
+@pytest.mark.parametrize("column", ["id", "category", "content", "keywords", "metadata"])
+def test_devclaw_db_column_that_is_not_utf8_is_named(tmp_path: Path, column: str) -> None:
+    path = sql(build_devclaw_db(tmp_path), _insert("memories", DEVCLAW_ROW, column))
     error = refused("devclaw-db", path)
-    assert error.reason == ("table memories, row 3 (id '\ufffdA'): column id is not UTF-8 text"
-                            " (byte 0xff at offset 0)")
+    shown = "\ufffdA" if column == "id" else "d9"
+    assert error.reason == (f"table memories, row 3 (id {shown!r}): column {column} is not"
+                            " UTF-8 text (byte 0xff at offset 0)")
 
 
-def test_sclaw_tags_that_are_not_utf8_are_named(tmp_path: Path) -> None:
-    path = sql(build_sclaw(tmp_path, wal=False),
-               "INSERT INTO facts VALUES ('f9', 'x', NULL, CAST(x'41ff' AS TEXT), NULL, NULL);")
+@pytest.mark.parametrize("column", ["id", "content", "source", "tags", "metadata"])
+def test_sclaw_fact_column_that_is_not_utf8_is_named(tmp_path: Path, column: str) -> None:
+    path = sql(build_sclaw(tmp_path, wal=False), _insert("facts", SCLAW_ROW, column))
     error = refused("sclaw", path)
-    assert error.reason == ("table facts, row 4 (id 'f9'): column tags is not UTF-8 text"
-                            " (byte 0xff at offset 1)")
+    shown = "\ufffdA" if column == "id" else "f9"
+    assert error.reason == (f"table facts, row 4 (id {shown!r}): column {column} is not"
+                            " UTF-8 text (byte 0xff at offset 0)")
 
 
 def _mem0_history(root: Path, actor: str) -> Path:
@@ -235,3 +249,41 @@ def test_export_writes_a_quoted_list_in_utf8(
     sqlite_mem.store("Café notes", tags=["café, au lait", "thé"])
     assert '\nkeywords: ["café, au lait", "thé"]\n' in _exported(sqlite_mem, tmp_path)
 
+
+
+def test_export_writes_each_field_only_when_it_is_not_the_default(
+        sqlite_mem: Memory, tmp_path: Path, clock: Any) -> None:  # noqa: F811
+    a = sqlite_mem.store("Alice likes tea")
+    b = sqlite_mem.store("Deploy failed", key="true", kind="event", tags=["ops", "a: b"],
+                         metadata={"b": "é", "a": 1, "ok": True}, session_id="s1",
+                         event_time="2024-01-15T10:00:00Z", source="conversation",
+                         source_role="agent", source_ids=["x1"], confidence=0.25)
+    sqlite_mem.link(a, b)
+    sqlite_mem.reinforce(b)
+    clock.advance(60)
+    c = sqlite_mem.store("Office is in Lisbon")
+    clock.advance(60)
+    d = sqlite_mem.correct(c, "Office is in Porto", reason="moved").id
+    out = tmp_path / "notes"
+    assert export_markdown(sqlite_mem, out) == 4
+    notes = {p.relative_to(out).as_posix(): p.read_text(encoding="utf-8")
+             for p in out.rglob("*.md")}
+    assert notes == {
+        "fact/2023-11-14-alice-likes-tea.md":
+            f"---\nid: {a}\ncategory: fact\ncreated_at: 2023-11-14T22:13:20Z\nkeywords: []\n"
+            f"links: [{b}]\n---\n\nAlice likes tea\n",
+        "event/2023-11-14-true.md":
+            f"---\nid: {b}\ncategory: event\ncreated_at: 2023-11-14T22:13:20Z\n"
+            'keywords: ["ops", "a: b"]\nkey: "true"\nsource: conversation\nsource_role: agent\n'
+            "session_id: s1\nevent_time: 2024-01-15T10:00:00Z\nscore: 3\nconfidence: 0.25\n"
+            'source_ids: [x1]\nmetadata: {"a": 1, "b": "é", "ok": true}\n'
+            f"links: [{a}]\n---\n\nDeploy failed\n",
+        "fact/2023-11-14-office-is-in-lisbon.md":
+            f"---\nid: {c}\ncategory: fact\ncreated_at: 2023-11-14T22:14:20Z\nkeywords: []\n"
+            "updated_at: 2023-11-14T22:15:20Z\nvalid_until: 2023-11-14T22:15:20Z\n---\n\n"
+            "Office is in Lisbon\n",
+        "fact/2023-11-14-office-is-in-porto.md":
+            f"---\nid: {d}\ncategory: fact\ncreated_at: 2023-11-14T22:15:20Z\nkeywords: []\n"
+            f"supersedes: {c}\nsource_ids: [{c}]\n"
+            'metadata: {"correction_reason": "moved"}\n---\n\nOffice is in Porto\n',
+    }

@@ -126,6 +126,8 @@ def test_mem0_history_actor_goes_to_metadata(tmp_path: Path) -> None:
     (record,) = read("mem0", _mem0_history(tmp_path, "'alice'")).records
     assert (record.id, record.content, record.metadata) == ("m-1", "Likes jazz",
                                                             {"actor_id": "alice"})
+    assert (record.kind, record.source, record.source_role) == ("fact", "mem0", None)
+    assert record.created_at == record.updated_at == 1714557600.0  # 2024-05-01T10:00:00Z
 
 
 # --- mem0 JSON: an item without an id gets a stable id of its content ----------------------------
@@ -225,6 +227,23 @@ def test_openclaw_paragraph_after_an_item_and_a_blank_line_is_one_memory(
         tmp_path: Path) -> None:
     text = "- An item\n\nA paragraph that\nwraps over lines.\n"
     assert _openclaw(tmp_path, text) == [("An item", 1), ("A paragraph that\nwraps over lines.", 3)]
+
+
+def test_openclaw_items_keep_their_blank_lines_fences_and_nested_items(tmp_path: Path) -> None:
+    text = ("# Title\n\n- Item one\n\n  more of item one\n  ```\n  code in item\n  ```\n"
+            "- Item two\n  - nested\n\n<!-- a\ncomment -->\n---\n## Section: \nPara\n\n***\n"
+            "> quote\n")
+    path = note(tmp_path / "MEMORY.md", text)
+    got = [(r.content, dict(r.metadata), r.tags, r.kind, r.created_at)
+           for r in read("openclaw", path).records]
+    section = {"file": "MEMORY.md", "section": "Section:"}
+    assert got == [
+        ("Item one\n\nmore of item one\n```\ncode in item\n```",
+         {"file": "MEMORY.md", "line": 3}, (), "fact", START),
+        ("Item two\n- nested", {"file": "MEMORY.md", "line": 9}, (), "fact", START),
+        ("Para", {**section, "line": 16}, ("section",), "fact", START),
+        ("> quote", {**section, "line": 19}, ("section",), "fact", START),
+    ]
 
 
 # --- the Markdown export's front matter ----------------------------------------------------------

@@ -168,9 +168,11 @@ def test_sandbox_null_decay_rate_takes_the_kind_policy(tmp_path: Path) -> None:
 
     path = build_sandbox(tmp_path)
     db = apsw.Connection(str(path))
-    db.execute("UPDATE memories SET decay_rate = NULL")
+    db.execute("UPDATE memories SET decay_rate = NULL, confidence = NULL, access_count = NULL")
     db.close()
-    rates = {r.id: r.decay_rate for r in read("sandbox", path).records}
+    records = read("sandbox", path).records
+    assert {(r.confidence, r.access_count) for r in records} == {(1.0, 0)}
+    rates = {r.id: r.decay_rate for r in records}
     assert rates == {"ep_1": KINDS["episode"].decay_rate, "fact_1": KINDS["fact"].decay_rate,
                      "fact_2": KINDS["fact"].decay_rate, "fact_3": KINDS["fact"].decay_rate,
                      "ref_1": KINDS["reflection"].decay_rate}
@@ -187,6 +189,28 @@ def test_devclaw_keywords_as_text_are_split_on_commas_only(tmp_path: Path) -> No
     path = _devclaw_note(tmp_path, "keywords: api,auth, two words ,, last")
     (record,) = read("devclaw-md", path).records
     assert record.tags == ("api", "auth", "two words", "last")
+
+
+@pytest.mark.parametrize(("value", "tags"), [
+    ("[1, 2.5, x]", ("1", "2.5", "x")),
+    ("''", ()),
+    ("api", ("api",)),
+])
+def test_devclaw_keywords_of_every_shape(tmp_path: Path, value: str,
+                                         tags: tuple[str, ...]) -> None:
+    (record,) = read("devclaw-md", _devclaw_note(tmp_path, f"keywords: {value}")).records
+    assert record.tags == tags
+
+
+@pytest.mark.parametrize(("value", "reason"), [
+    ("[[a]]", "keywords must be a list of text"),
+    ("{a: 1}", "keywords must be a list"),
+    ("3", "keywords must be a list"),
+])
+def test_devclaw_keywords_that_are_not_text_are_refused(tmp_path: Path, value: str,
+                                                        reason: str) -> None:
+    error = refused("devclaw-md", _devclaw_note(tmp_path, f"keywords: {value}"))
+    assert (error.reason, error.line) == (reason, 3)
 
 
 def test_devclaw_metadata_that_is_not_an_object_is_refused_at_its_line(tmp_path: Path) -> None:

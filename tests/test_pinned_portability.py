@@ -192,7 +192,7 @@ def test_devclaw_keywords_as_text_are_split_on_commas_only(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize(("value", "tags"), [
-    ("[1, 2.5, x]", ("1", "2.5", "x")),
+    ("[1, 2.5, x, true]", ("1", "2.5", "x", "true")),
     ("''", ()),
     ("api", ("api",)),
 ])

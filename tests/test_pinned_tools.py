@@ -204,3 +204,65 @@ def test_detect_conflicts_ranks_with_one_more_than_its_limit(
     assert own["fact"] == f"Alice drinks {'oolong ' * 8}at hour 1 zebra"
 
 
+
+
+# --- refusals, word for word --------------------------------------------------------------------
+UNIFIED_TOOLS = ("memory_store, memory_recall, memory_get, memory_list, memory_update, "
+                 "memory_forget, memory_link, memory_reinforce, memory_demote, memory_confirm, "
+                 "memory_correct, memory_history, memory_stats, memory_entity, memory_index")
+REFUSED: list[tuple[str, str, Any, str]] = [
+    ("klingon", "memory_store", {"content": "x"},
+     "unknown tool dialect 'klingon' (known: unified, ptrclaw, devclaw, koshi, sandbox, "
+     "consolidator)."),
+    ("unified", "no_such_tool", {},
+     f"Unknown tool 'no_such_tool' in the unified dialect (available: {UNIFIED_TOOLS})."),
+    ("004", "memory_store", {},
+     "Unknown tool 'memory_store' in the sandbox dialect (available: search_memory, "
+     "remember_fact, correct_fact, confirm_fact, memory_stats, get_entity_info)."),
+    ("unified", "memory_store", [1], "Arguments of memory_store must be a JSON object."),
+    ("unified", "memory_store", "[1",
+     "Arguments of memory_store must be a JSON object; this text is not JSON (Expecting ',' "
+     "delimiter)."),
+    ("unified", "memory_store", "[" * 100_000,
+     "Arguments of memory_store must be a JSON object; this text is not JSON (nested too "
+     "deeply)."),
+    ("devclaw", "memory", {"content": "x"},
+     "memory needs the argument 'action' (one of: save, search, list, index)."),
+    ("devclaw", "memory", {"action": "delete"},
+     "memory: 'action' must be one of save, search, list, index, not 'delete'."),
+    ("devclaw", "memory", {"action": 5},
+     "memory: 'action' must be one of save, search, list, index, not int."),
+    ("devclaw", "memory", {"action": "save", "content": "x", "query": "y"},
+     "memory: the argument 'query' is not used by this action."),
+    ("ptrclaw", "memory_store", {"key": "k", "content": "x", "kind": "fact"},
+     "memory_store got an unexpected argument 'kind' (expected: key, content, category, "
+     "links)."),
+    ("unified", "memory_stats", {"x": 1},
+     "memory_stats got an unexpected argument 'x' (expected: none)."),
+    ("ptrclaw", "memory_store", {"content": "x"}, "memory_store needs the argument 'key'."),
+    ("ptrclaw", "memory_store", {"key": "k", "content": "x", "category": "preference"},
+     "Invalid argument 'category' for memory_store: must be one of core, knowledge, "
+     "conversation."),
+    ("unified", "memory_store", {"confidence": 2},
+     "memory_store needs the argument 'content' (and 1 more problems)."),
+    ("unified", "memory_store", {"content": "x", "confidence": 2},
+     "Invalid argument 'confidence' for memory_store: Input should be less than or equal to 1."),
+    ("consolidator", "detect_conflicts", {},
+     "Invalid arguments for detect_conflicts: give exactly one of fact_id or content."),
+    ("consolidator", "save_facts_batch", {"facts": ["ok fact", {"content": ""}]},
+     "Invalid argument 'facts.1.content' for save_facts_batch: String should have at least 1 "
+     "character."),
+    ("sandbox", "correct_fact", {"new_content": "x"}, "correct_fact needs the argument 'fact_id'."),
+    ("unified", "memory_forget", {"id": "nope"},
+     "memory_forget: no memory with id or key 'nope' in namespace 'default'."),
+]
+
+
+@pytest.mark.parametrize(("dialect", "tool", "args", "answer"), REFUSED,
+                         ids=[f"{d}-{t}-{i}" for i, (d, t, _, _) in enumerate(REFUSED)])
+def test_what_a_refused_call_answers(
+    mem: Memory, dialect: str, tool: str, args: Any, answer: str
+) -> None:
+    result = call_tool(mem, tool, args, dialect=dialect)
+    assert (result.text, dict(result.data), result.is_error) == (answer, {"error": answer}, True)
+    assert mem.count() == 0

@@ -266,3 +266,35 @@ def test_what_a_refused_call_answers(
     result = call_tool(mem, tool, args, dialect=dialect)
     assert (result.text, dict(result.data), result.is_error) == (answer, {"error": answer}, True)
     assert mem.count() == 0
+
+
+def test_answers_name_the_key_score_links_and_state(mem: Memory, clock: Clock) -> None:
+    """What a model reads back after storing, upserting, linking, reinforcing and correcting:
+    the 000 wording, the default one-line view with its key, score and invalidated state, the
+    003 query lines and the statistics line."""
+    assert call(mem, "unified", "memory_stats", {})[0] == (
+        "0 memories (none); latest recorded never.")
+    assert call(mem, "ptrclaw", "memory_store", {"key": "tea", "content": "Alice drinks oolong"}
+                )[0] == "Stored memory 'tea'."
+    clock.advance()
+    upsert = {"key": "tea", "content": "Alice drinks oolong daily"}
+    assert call(mem, "ptrclaw", "memory_store", upsert)[0] == "Updated memory 'tea'."
+    linked = {"key": "cup", "content": "Alice owns a blue cup", "links": ["tea"]}
+    assert call(mem, "ptrclaw", "memory_store", linked)[0] == (
+        "Stored memory 'cup' (linked to tea).")
+    old, cup = mem.get("tea").id, mem.get("cup").id
+    assert call(mem, "unified", "memory_reinforce", {"id": "tea"})[0] == (
+        f"Reinforced [id:{old}]; score is now 3.")
+    text, data = call(mem, "unified", "memory_correct",
+                      {"id": "tea", "new_content": "Alice drinks green tea"})
+    new = data["memory"]["id"]
+    assert text == (f"Corrected: [id:{new}] [fact] Alice drinks green tea (key: tea; score: 3) "
+                    f"replaces [id:{old}].")
+    assert call(mem, "unified", "memory_history", {"id": "tea"})[0] == (
+        f"1. [id:{old}] [fact] Alice drinks oolong daily (score: 3; invalidated)\n"
+        f"2. [id:{new}] [fact] Alice drinks green tea (key: tea; score: 3)")
+    assert call(mem, "koshi", "memory_query", {"query": "Alice"})[0] == (
+        f"[id:{new}] Alice drinks green tea (score: 3)\n"
+        f"[id:{cup}] Alice owns a blue cup (score: 0)")
+    assert call(mem, "unified", "memory_stats", {})[0] == (
+        "2 memories (fact: 2); latest recorded 2023-11-14 22:13:21 UTC.")

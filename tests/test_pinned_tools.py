@@ -290,9 +290,12 @@ def test_answers_name_the_key_score_links_and_state(mem: Memory, clock: Clock) -
     new = data["memory"]["id"]
     assert text == (f"Corrected: [id:{new}] [fact] Alice drinks green tea (key: tea; score: 3) "
                     f"replaces [id:{old}].")
-    assert call(mem, "unified", "memory_history", {"id": "tea"})[0] == (
-        f"1. [id:{old}] [fact] Alice drinks oolong daily (score: 3; invalidated)\n"
-        f"2. [id:{new}] [fact] Alice drinks green tea (key: tea; score: 3)")
+    text, data = call(mem, "unified", "memory_history", {"id": "tea"})
+    assert text == (f"1. [id:{old}] [fact] Alice drinks oolong daily (score: 3; invalidated)\n"
+                    f"2. [id:{new}] [fact] Alice drinks green tea (key: tea; score: 3)")
+    assert list(data) == ["chain"]
+    assert [(m["id"], m["key"], m["supersedes"]) for m in data["chain"]] == [
+        (old, None, None), (new, "tea", old)]
     assert call(mem, "koshi", "memory_query", {"query": "Alice"})[0] == (
         f"[id:{new}] Alice drinks green tea (score: 3)\n"
         f"[id:{cup}] Alice owns a blue cup (score: 0)")

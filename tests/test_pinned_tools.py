@@ -301,3 +301,14 @@ def test_answers_name_the_key_score_links_and_state(mem: Memory, clock: Clock) -
         f"[id:{cup}] Alice owns a blue cup (score: 0)")
     assert call(mem, "unified", "memory_stats", {})[0] == (
         "2 memories (fact: 2); latest recorded 2023-11-14 22:13:21 UTC.")
+
+
+def test_an_entity_answer_names_its_aliases(mem: Memory, clock: Clock) -> None:
+    handle = mem.store("@caroline shared the slides")
+    clock.advance()
+    name = mem.store("Caroline moved to Boston")
+    text, data = call(mem, "sandbox", "get_entity_info", {"name": "Caroline"})
+    assert text == ("Caroline (mention, mentioned 2 times); also: @caroline\n"
+                    f"- [id:{name}] [fact] Caroline moved to Boston\n"
+                    f"- [id:{handle}] [fact] @caroline shared the slides")
+    assert data["aliases"] == ["@caroline"]

@@ -70,10 +70,6 @@ class VectorMatrix:
     def ids(self) -> list[str]:
         return list(self._ids[: self._size])
 
-    def vector(self, memory_id: str) -> F32 | None:
-        row = self._row.get(memory_id)
-        return None if row is None else self._data[row]
-
     def upsert(self, items: Iterable[tuple[str, F32]]) -> None:
         # Vectorised: loading a namespace (20k rows) row by row took a quarter of a second of
         # the first recall after a reopen.

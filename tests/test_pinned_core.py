@@ -1,0 +1,62 @@
+"""Behaviours of the store, search and engine modules that mutation testing found unpinned.
+
+Each test pins one behaviour exactly through the path a user takes (the CLI in-process, the
+``Memory`` API), so a changed constant, sort key or argument in that code fails it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from clawmemory import Memory, Settings
+from clawmemory.store.none import NoneStore
+from clawmemory.store.sqlite import SQLiteStore
+from conftest import Clock, postgres_url
+from test_postgres import SECRETS, HashEmbedder, fill, snapshot
+
+
+def _clawmem(*args: str) -> Any:
+    from clawmemory.interfaces.cli import app, register_extensions
+
+    register_extensions(app)
+    result = CliRunner().invoke(app, ["--json", *args], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+# --- transfer: clawmem copy, in-process -----------------------------------------------------
+def test_copy_to_postgresql_and_back_keeps_every_count_and_value(
+        request: pytest.FixtureRequest, tmp_path: Path, clock: Clock) -> None:
+    """``clawmem copy`` SQLite -> PostgreSQL -> SQLite: the exact counts per kind (invalid
+    memories included), entities with their aliases, and vectors read back from pgvector."""
+    source = tmp_path / "agent.db"
+    mem = Memory(SQLiteStore(source), Settings(), clock=clock, embedder=HashEmbedder())
+    mem.store_many({"content": f"filler note {i} about the pier"} for i in range(3))
+    fill(mem, SECRETS, clock)
+    expected = snapshot(mem)
+    mem.close()
+    url = postgres_url(request, tmp_path / "pg")
+    want = {"memories": 8, "archived": 1, "links": 1, "entities": 7, "memory_entities": 13,
+            "messages": 1, "summaries": 1, "sessions": 1, "maintenance_runs": 1, "vectors": 7,
+            "queued": 1}
+    back = tmp_path / "back.db"
+    for a, b in ((str(source), url), (url, str(back))):
+        assert _clawmem("copy", "--from", a, "--to", b) == {"namespaces": {"default": want}}
+    for where in (url, str(back)):
+        with Memory.open(where, clock=clock, embedder=HashEmbedder()) as mem:
+            assert snapshot(mem) == expected, where
+
+
+# --- none backend: a maintenance run is recorded nowhere, and reported as run -----------------
+def test_a_maintenance_run_on_the_none_backend_reports_its_job_and_namespace(
+        clock: Clock) -> None:
+    mem = Memory(NoneStore(), Settings(backend="none"), namespace="agent-7", clock=clock)
+    [run] = mem.maintain("decay")
+    assert (run.id, run.namespace, run.job, run.started_at, run.finished_at, run.outcome) == (
+        0, "agent-7", "decay", clock.now, clock.now, "ok")
+    assert mem.runs() == []

@@ -14,9 +14,10 @@ import pytest
 from typer.testing import CliRunner
 
 from clawmemory import Memory, Settings
+from clawmemory.store.base import Store
 from clawmemory.store.none import NoneStore
 from clawmemory.store.sqlite import SQLiteStore
-from conftest import Clock, postgres_url
+from conftest import Clock, backend_params, memory_on, postgres_url
 from test_postgres import SECRETS, HashEmbedder, fill, snapshot
 
 
@@ -60,3 +61,17 @@ def test_a_maintenance_run_on_the_none_backend_reports_its_job_and_namespace(
     assert (run.id, run.namespace, run.job, run.started_at, run.finished_at, run.outcome) == (
         0, "agent-7", "decay", clock.now, clock.now, "ok")
     assert mem.runs() == []
+
+
+# --- keyword search: the store keeps the most relevant when it cuts to the pool ----------------
+@pytest.mark.parametrize("backend", backend_params(), indirect=True)
+def test_keyword_recall_keeps_the_best_match_when_the_pool_is_smaller_than_the_hits(
+        store: Store, clock: Clock) -> None:
+    """Four memories match; the pool (2) holds only the two best, so the best one must be
+    among what the store returns, and it comes first."""
+    settings = Settings(embedder={"provider": "none"}, recall={"candidate_pool": 1})
+    mem = memory_on(store, settings, clock, None)
+    for i in range(3):
+        mem.store(f"note {i}: the harbour came up once among many other unrelated words today")
+    strong = mem.store("harbour harbour harbour")
+    assert [h.memory.id for h in mem.recall("harbour", mode="keyword", limit=1)] == [strong]

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from clawmemory import Memory, Settings
+from clawmemory import InvalidInputError, Memory, Settings
 from clawmemory.store.base import Store
 from clawmemory.store.none import NoneStore
 from clawmemory.store.sqlite import SQLiteStore
-from conftest import Clock, backend_params, memory_on, postgres_url
+from conftest import DAY, Clock, backend_params, memory_on, postgres_url
 from test_postgres import SECRETS, HashEmbedder, fill, snapshot
 
 
@@ -75,3 +75,56 @@ def test_keyword_recall_keeps_the_best_match_when_the_pool_is_smaller_than_the_h
         mem.store(f"note {i}: the harbour came up once among many other unrelated words today")
     strong = mem.store("harbour harbour harbour")
     assert [h.memory.id for h in mem.recall("harbour", mode="keyword", limit=1)] == [strong]
+
+
+# --- fusion ------------------------------------------------------------------------------------
+def test_weighted_fusion_scores_a_vector_only_hit_without_any_text_share(
+        tmp_path: Path, clock: Clock) -> None:
+    """000's formula: a memory the keyword list did not find has text 0, not a keyword score."""
+    settings = Settings(recall={"fusion": "weighted", "text_weight": 0.4, "vector_weight": 0.6})
+    mem = Memory(SQLiteStore(tmp_path / "m.db"), settings, clock=clock, embedder=HashEmbedder())
+    both = mem.store("alpha beta gamma")
+    vector_only = mem.store("delta epsilon")
+    hits = {h.memory.id: h.explain for h in mem.recall("alpha beta", mode="hybrid")}
+    assert set(hits) == {both, vector_only}
+    assert set(hits[vector_only].lists) == {"vector"}
+    cos = hits[vector_only].lists["vector"]["cosine"]
+    assert hits[vector_only].fused == pytest.approx(0.6 * (cos + 1) / 2)
+    cos = hits[both].lists["vector"]["cosine"]
+    assert hits[both].fused == pytest.approx(0.4 * 1.0 + 0.6 * (cos + 1) / 2)
+
+
+def test_a_number_in_the_query_is_evidence_for_the_memory_holding_it(
+        tmp_path: Path, clock: Clock) -> None:
+    """Hybrid recall's relevance floor: with similarity set to count for nothing, holding the
+    query's only word ("3.12", the phrase "3" "12") is what makes the memory relevant."""
+    settings = Settings(recall={"floor_plain_cosine": 1.0, "floor_plain_candidate": 1.0})
+    mem = Memory(SQLiteStore(tmp_path / "m.db"), settings, clock=clock, embedder=HashEmbedder())
+    mid = mem.store("the service runs on python 3.12 since spring")
+    mem.store("the service was moved to a new rack")
+    assert [h.memory.id for h in mem.recall("3.12", mode="hybrid")] == [mid]
+
+
+# --- temporal ----------------------------------------------------------------------------------
+def test_n_days_ago_is_that_moment_not_the_start_of_that_day(
+        tmp_path: Path, clock: Clock) -> None:
+    """Now is 2023-11-14 22:13:20 UTC: "2 days ago" is 2023-11-12 22:13:20, so an event an
+    hour before it (the same day) is before, one an hour after it is since."""
+    mem = Memory(SQLiteStore(tmp_path / "m.db"), Settings(embedder={"provider": "none"}),
+                 clock=clock)
+    mem.store("an hour before", event_time=clock.now - 2 * DAY - 3600)
+    after = mem.store("an hour after", event_time=clock.now - 2 * DAY + 3600)
+    assert [r.id for r in mem.list(since="2 days ago")] == [after]
+    assert mem.count(until="2 days ago") == 1
+
+
+def test_an_unreadable_time_is_refused_with_the_forms_that_are_read(
+        tmp_path: Path, clock: Clock) -> None:
+    mem = Memory(SQLiteStore(tmp_path / "m.db"), Settings(embedder={"provider": "none"}),
+                 clock=clock)
+    with pytest.raises(InvalidInputError) as refused:
+        mem.list(until="when pigs fly")
+    assert str(refused.value) == (
+        "until: cannot read 'when pigs fly' as a time; use ISO 8601 (2024-01-15,"
+        " 2024-01-15T09:30:00Z), epoch seconds, or an expression such as 'yesterday',"
+        " '2 weeks ago', 'last March'")

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from clawmemory import InvalidInputError, Memory, Settings
 from clawmemory.store.base import Store
+from clawmemory.store.memory import MemoryStore
 from clawmemory.store.none import NoneStore
 from clawmemory.store.sqlite import SQLiteStore
 from conftest import DAY, Clock, backend_params, memory_on, postgres_url
@@ -128,3 +129,37 @@ def test_an_unreadable_time_is_refused_with_the_forms_that_are_read(
         "until: cannot read 'when pigs fly' as a time; use ISO 8601 (2024-01-15,"
         " 2024-01-15T09:30:00Z), epoch seconds, or an expression such as 'yesterday',"
         " '2 weeks ago', 'last March'")
+
+
+# --- recall pipeline ---------------------------------------------------------------------------
+def test_entity_candidates_are_read_twice_the_pool_deep(tmp_path: Path, clock: Clock) -> None:
+    """The entity list reads 2 × pool of the entity's most recent memories, then filters: with
+    a pool of 2, the fifth most recent mention (the only one the filter keeps) is not read."""
+    settings = Settings(recall={"candidate_pool": 1})
+    mem = Memory(SQLiteStore(tmp_path / "m.db"), settings, clock=clock, embedder=HashEmbedder())
+    kept = mem.store("Zyzzogeton opened the harbour office", tags=["keep"])
+    for i in range(4):
+        mem.store(f"Zyzzogeton wrote report number {i}")
+    [hit] = mem.recall("Zyzzogeton", mode="hybrid", tags=["keep"], limit=1)
+    assert (hit.memory.id, sorted(hit.explain.lists)) == (kept, ["keyword", "vector"])
+
+
+def _snapshot(entries: dict[str, str]) -> str:
+    return json.dumps({"format": "clawmemory.snapshot", "version": 1, "entries": [
+        {"id": i, "content": c} for i, c in entries.items()]})
+
+
+def test_co_recall_boosts_the_best_scored_candidates_not_the_first_ids(clock: Clock) -> None:
+    """Co-recall looks at the 2 × limit best-scored candidates: the two strong memories (ids
+    sorting last) lift each other; the weak ones (ids sorting first) are not what is looked at."""
+    settings = Settings(embedder={"provider": "none"}, recall={"co_recall": True})
+    mem = Memory(MemoryStore(), settings, clock=clock)
+    mem.import_snapshot(_snapshot({
+        "0000000000000001": "solar notes", "0000000000000002": "panel notes",
+        "ffff000000000001": "solar panel inverter, solar panel fault",
+        "ffff000000000002": "solar panel warranty, solar panel claim"}))
+    for _ in range(3):
+        assert {h.memory.id for h in mem.recall("solar panel", mode="keyword", limit=2)} == {
+            "ffff000000000001", "ffff000000000002"}
+    hit = mem.recall("solar panel", mode="keyword", limit=1)[0]
+    assert hit.explain.factors["co_recall"] == pytest.approx(1 + 0.05 * 0.3)

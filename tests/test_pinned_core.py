@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from clawmemory import InvalidInputError, Memory, Settings
-from clawmemory.store.base import Store
+from clawmemory.store.base import RunRecord, Store
 from clawmemory.store.memory import MemoryStore
 from clawmemory.store.none import NoneStore
 from clawmemory.store.sqlite import SQLiteStore
@@ -22,11 +22,15 @@ from conftest import DAY, Clock, backend_params, memory_on, postgres_url
 from test_postgres import SECRETS, HashEmbedder, fill, snapshot
 
 
-def _clawmem(*args: str) -> Any:
+def _invoke(*args: str) -> Any:
     from clawmemory.interfaces.cli import app, register_extensions
 
     register_extensions(app)
-    result = CliRunner().invoke(app, ["--json", *args], catch_exceptions=False)
+    return CliRunner().invoke(app, ["--json", *args], catch_exceptions=False)
+
+
+def _clawmem(*args: str) -> Any:
+    result = _invoke(*args)
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
 
@@ -54,13 +58,27 @@ def test_copy_to_postgresql_and_back_keeps_every_count_and_value(
             assert snapshot(mem) == expected, where
 
 
+def test_copy_refuses_a_destination_that_holds_memories(
+        tmp_path: Path) -> None:
+    settings = Settings(embedder={"provider": "none"})
+    for name in ("a.db", "b.db"):
+        with Memory.open(tmp_path / name, settings=settings) as mem:
+            mem.store(f"a note in {name}")
+    refused = _invoke("copy", "--from", str(tmp_path / "a.db"), "--to", str(tmp_path / "b.db"))
+    assert (refused.exit_code, refused.stderr) == (2, "error: the destination already holds"
+                                                      " memories; copy into an empty store\n")
+    with Memory.open(tmp_path / "b.db", settings=settings) as mem:
+        assert [r.content for r in mem.list()] == ["a note in b.db"]
+
+
 # --- none backend: a maintenance run is recorded nowhere, and reported as run -----------------
 def test_a_maintenance_run_on_the_none_backend_reports_its_job_and_namespace(
         clock: Clock) -> None:
     mem = Memory(NoneStore(), Settings(backend="none"), namespace="agent-7", clock=clock)
     [run] = mem.maintain("decay")
-    assert (run.id, run.namespace, run.job, run.started_at, run.finished_at, run.outcome) == (
-        0, "agent-7", "decay", clock.now, clock.now, "ok")
+    assert run == RunRecord(0, "agent-7", "decay", clock.now, clock.now, "ok", {
+        "hygiene_archived": 0, "idle_archived": 0, "idle_survived": 0, "decayed": 0,
+        "invalidated": 0, "prune_archived": 0, "live_bytes": 0}, "nothing to do")
     assert mem.runs() == []
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from clawmemory import InvalidInputError, Memory, Settings
+from clawmemory import Filter, InvalidInputError, Memory, Settings
 from clawmemory.store.base import RunRecord, Store
 from clawmemory.store.memory import MemoryStore
 from clawmemory.store.none import NoneStore
@@ -181,3 +181,14 @@ def test_co_recall_boosts_the_best_scored_candidates_not_the_first_ids(clock: Cl
             "ffff000000000001", "ffff000000000002"}
     hit = mem.recall("solar panel", mode="keyword", limit=1)[0]
     assert hit.explain.factors["co_recall"] == pytest.approx(1 + 0.05 * 0.3)
+
+
+@pytest.mark.parametrize("backend", backend_params("memory", "json", "postgres"), indirect=True)
+def test_keyword_search_breaks_a_relevance_tie_newest_first(store: Store, clock: Clock) -> None:
+    """Equal matches come newest first from these stores, so cutting to the limit keeps the
+    newest (SQLite leaves ties in FTS5's order: not part of the Store contract)."""
+    mem = memory_on(store, Settings(embedder={"provider": "none"}), clock, None)
+    ids = [mem.store("harbour note") for _ in range(3)]
+    hits = store.keyword_search("default", ["harbour"], Filter(), limit=2)
+    assert [h.info.id for h in hits] == [ids[2], ids[1]]
+    assert hits[0].relevance == hits[1].relevance

@@ -1,7 +1,9 @@
 """Behaviours of the store, search and engine modules that mutation testing found unpinned.
 
 Each test pins one behaviour exactly through the path a user takes (the CLI in-process, the
-``Memory`` API), so a changed constant, sort key or argument in that code fails it.
+``Memory`` API; the ``Store`` protocol where a store's own order is pinned), so a changed
+constant, sort key or argument in that code fails it. ``clawmem copy`` runs in-process here
+(its other tests run it as a subprocess, which mutation testing cannot see).
 """
 
 from __future__ import annotations
@@ -111,6 +113,19 @@ def test_weighted_fusion_scores_a_vector_only_hit_without_any_text_share(
     assert hits[vector_only].fused == pytest.approx(0.6 * (cos + 1) / 2)
     cos = hits[both].lists["vector"]["cosine"]
     assert hits[both].fused == pytest.approx(0.4 * 1.0 + 0.6 * (cos + 1) / 2)
+
+
+def test_weighted_fusion_adds_the_entity_list_max_normalised(
+        tmp_path: Path, clock: Clock) -> None:
+    """text × 0.4 + (cosine + 1) / 2 × 0.6 + entities / best entities × 0.5."""
+    settings = Settings(recall={"fusion": "weighted", "text_weight": 0.4, "vector_weight": 0.6,
+                                "entity_weight": 0.5})
+    mem = Memory(SQLiteStore(tmp_path / "m.db"), settings, clock=clock, embedder=HashEmbedder())
+    named = mem.store("Zyzzogeton met the team at the harbour")
+    hits = {h.memory.id: h.explain for h in mem.recall("Zyzzogeton", mode="hybrid")}
+    assert sorted(hits[named].lists) == ["entity", "keyword", "vector"]
+    cos = hits[named].lists["vector"]["cosine"]
+    assert hits[named].fused == pytest.approx(0.4 + 0.6 * (cos + 1) / 2 + 0.5)
 
 
 def test_a_number_in_the_query_is_evidence_for_the_memory_holding_it(

@@ -122,8 +122,10 @@ def test_weighted_fusion_adds_the_entity_list_max_normalised(
                                 "entity_weight": 0.5})
     mem = Memory(SQLiteStore(tmp_path / "m.db"), settings, clock=clock, embedder=HashEmbedder())
     named = mem.store("Zyzzogeton met the team at the harbour")
+    mem.store("Zyzzogeton left early")  # two mentions: each scores 1/2 in the entity list
     hits = {h.memory.id: h.explain for h in mem.recall("Zyzzogeton", mode="hybrid")}
     assert sorted(hits[named].lists) == ["entity", "keyword", "vector"]
+    assert hits[named].lists["entity"]["entities"] == pytest.approx(0.5)
     cos = hits[named].lists["vector"]["cosine"]
     assert hits[named].fused == pytest.approx(0.4 + 0.6 * (cos + 1) / 2 + 0.5)
 

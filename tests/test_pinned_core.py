@@ -209,3 +209,13 @@ def test_keyword_search_breaks_a_relevance_tie_newest_first(store: Store, clock:
     hits = store.keyword_search("default", ["harbour"], Filter(), limit=2)
     assert [h.info.id for h in hits] == [ids[2], ids[1]]
     assert hits[0].relevance == hits[1].relevance
+
+
+# --- engine ------------------------------------------------------------------------------------
+def test_archived_lists_fifty_by_default(tmp_path: Path, clock: Clock) -> None:
+    mem = Memory(SQLiteStore(tmp_path / "m.db"), Settings(embedder={"provider": "none"}),
+                 clock=clock)
+    ids = mem.store_many({"content": f"old note {i}"} for i in range(51))
+    assert mem.store_backend.archive(mem.namespace, ids, at=clock.now) == 51
+    assert len(mem.archived()) == 50
+    assert len(mem.archived(limit=100)) == 51

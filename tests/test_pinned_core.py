@@ -219,3 +219,10 @@ def test_archived_lists_fifty_by_default(tmp_path: Path, clock: Clock) -> None:
     assert mem.store_backend.archive(mem.namespace, ids, at=clock.now) == 51
     assert len(mem.archived()) == 50
     assert len(mem.archived(limit=100)) == 51
+
+
+@pytest.mark.parametrize("backend", backend_params(), indirect=True)
+def test_stats_name_the_backend(store: Store, clock: Clock, backend: Any) -> None:
+    mem = memory_on(store, Settings(embedder={"provider": "none"}), clock, None)
+    assert (mem.stats()["backend"], store.stats("default").backend) == (backend.name,
+                                                                         backend.name)

@@ -253,18 +253,19 @@ def main() -> None:
         # are paid once, not once per module.
         print(f"== sample: {len(names)} mutants of {', '.join(modules)}", flush=True)
         run_one(names, args.jobs, env)
+    elif (args.resume or args.survivors) and results():
+        # Every module's mutants in one mutmut run: its stats update, clean run of the tests
+        # and forced failure (minutes each) are paid once, not once per module.
+        wanted = {None} if args.resume else {"survived", "no tests"}
+        names = [m for m, code in results().items()
+                 if module_of(m) in modules and STATUS.get(code) in wanted]
+        if names:
+            print(f"== {len(names)} mutants of {', '.join(modules)}", flush=True)
+            run_one(names, args.jobs, env)
     elif not args.report:
         for name in modules:
-            names = [MODULES[name]]
-            if (args.resume or args.survivors) and results():
-                wanted = {None} if args.resume else {"survived", "no tests"}
-                names = [m for m, code in results().items()
-                         if module_of(m) == name and STATUS.get(code) in wanted]
-                if not names:
-                    continue
-            print(f"== {name}: mutmut run {' '.join(names[:3])}{' ...' * (len(names) > 3)}",
-                  flush=True)
-            run_one(names, args.jobs, env)
+            print(f"== {name}: mutmut run {MODULES[name]}", flush=True)
+            run_one([MODULES[name]], args.jobs, env)
     report(modules, args.show, args.diffs)
 
 

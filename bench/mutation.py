@@ -222,7 +222,8 @@ def main() -> None:
     ap.add_argument("--resume", action="store_true",
                     help="run only the mutants that have no result yet")
     ap.add_argument("--survivors", action="store_true",
-                    help="run again only the survivors (after adding tests for them)")
+                    help="run again only the survivors not listed as equivalent (after adding "
+                         "tests for them)")
     ap.add_argument("--report", action="store_true", help="print the scores, run nothing")
     ap.add_argument("--sample", type=int, metavar="N",
                     help="run N mutants of each module, drawn at random among those not run "
@@ -257,8 +258,10 @@ def main() -> None:
         # Every module's mutants in one mutmut run: its stats update, clean run of the tests
         # and forced failure (minutes each) are paid once, not once per module.
         wanted = {None} if args.resume else {"survived", "no tests"}
+        # A survivor listed as equivalent in docs/testing.md stays one: no test to rerun for it.
+        listed = equivalent()
         names = [m for m, code in results().items()
-                 if module_of(m) in modules and STATUS.get(code) in wanted]
+                 if module_of(m) in modules and STATUS.get(code) in wanted and m not in listed]
         if names:
             print(f"== {len(names)} mutants of {', '.join(modules)}", flush=True)
             run_one(names, args.jobs, env)

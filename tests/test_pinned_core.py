@@ -226,3 +226,26 @@ def test_stats_name_the_backend(store: Store, clock: Clock, backend: Any) -> Non
     mem = memory_on(store, Settings(embedder={"provider": "none"}), clock, None)
     assert (mem.stats()["backend"], store.stats("default").backend) == (backend.name,
                                                                          backend.name)
+
+
+@pytest.mark.parametrize("backend", backend_params("sqlite"), indirect=True)
+def test_a_confirmed_memory_keeps_its_protection_when_its_kind_changes(mem: Memory) -> None:
+    confirmed = mem.store("the deploy key lives in the vault", kind="fact")
+    assert mem.confirm(confirmed).decay_rate == 0.0
+    mem.update(confirmed, kind="event")
+    assert (mem.get(confirmed).kind, mem.get(confirmed).decay_rate) == ("event", 0.0)
+    # an unconfirmed one lives by its new kind's rule
+    plain = mem.store("a fact about tea", kind="fact")
+    mem.update(plain, kind="event")
+    event_rate = mem.get(mem.store("an event", kind="event")).decay_rate
+    assert mem.get(plain).decay_rate == event_rate > 0
+
+
+@pytest.mark.parametrize("backend", backend_params("sqlite"), indirect=True)
+def test_recall_names_the_flag_it_refuses(mem: Memory) -> None:
+    with pytest.raises(InvalidInputError) as refused:
+        mem.recall("tea", archive="yes")  # type: ignore[arg-type]
+    assert str(refused.value) == "archive must be true or false, not str"
+    with pytest.raises(InvalidInputError) as refused:
+        mem.recall("tea", touch=1)  # type: ignore[arg-type]
+    assert str(refused.value) == "touch must be true or false, not int"

@@ -249,3 +249,19 @@ def test_recall_names_the_flag_it_refuses(mem: Memory) -> None:
     with pytest.raises(InvalidInputError) as refused:
         mem.recall("tea", touch=1)  # type: ignore[arg-type]
     assert str(refused.value) == "touch must be true or false, not int"
+
+
+@pytest.mark.parametrize("kind", ["memory", "json"])
+def test_forget_takes_the_vector_out_of_the_loaded_index(tmp_path: Path, kind: str) -> None:
+    # the in-process backends hold every vector in memory: a forgotten one must go there too
+    from clawmemory.store.jsonfile import JSONFileStore
+
+    store = MemoryStore() if kind == "memory" else JSONFileStore(tmp_path / "m.json")
+    mem = Memory(store, Settings(), embedder=HashEmbedder())
+    ids = [mem.store(text) for text in ("green tea", "black tea", "tea house")]
+    mem.recall("tea", mode="vector")  # loads the index
+    mem.forget(ids[0])
+    index = mem.components.loaded_vectors()
+    assert index is not None and index.count(mem.namespace) == 2
+    assert {h.memory.id for h in mem.recall("green tea", mode="vector")} == set(ids[1:])
+    mem.close()

@@ -1,0 +1,79 @@
+"""More behaviours of the store and search modules that mutation testing found unpinned.
+
+Each test pins one behaviour exactly (see tests/test_pinned_core.py): PostgreSQL's defaults,
+its refusal of a foreign schema and its keyword candidates, and the query's words
+and time expressions.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from clawmemory import Filter, Memory, Settings, StorageError
+from clawmemory.search.sanitize import sanitize_terms
+from clawmemory.search.temporal import Period, query_periods
+from clawmemory.store.postgres import PostgresOptions, PostgresStore
+from conftest import Clock, postgres_url
+from test_postgres import _options
+
+
+# --- PostgreSQL: options, schema ownership ------------------------------------------------------
+def test_a_store_opened_without_options_uses_the_documented_postgres_defaults() -> None:
+    """``PostgresStore(url)`` (no settings) runs with the ``[postgres]`` defaults of
+    docs/configuration.md, every one of them."""
+    defaults = Settings().postgres.model_dump()
+    assert vars(PostgresOptions()) == defaults
+
+
+def test_a_foreign_schema_is_refused_naming_five_of_its_tables(
+        request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """Five tables are all named; a sixth is shown as "...". Nothing is written."""
+    for count, shown in ((5, "t1, t2, t3, t4, t5"), (6, "t1, t2, t3, t4, t5, ...")):
+        url = postgres_url(request, tmp_path / str(count))
+        with psycopg.connect(url, autocommit=True) as conn:
+            for i in range(1, count + 1):
+                conn.execute(f"CREATE TABLE t{i} (id int)")
+        with pytest.raises(StorageError) as refused:
+            PostgresStore(url)
+        assert f"is not a clawmemory schema (it holds the tables {shown}); refusing" \
+            in str(refused.value)
+
+
+# --- PostgreSQL: keyword candidates -------------------------------------------------------------
+def test_keyword_candidates_take_the_rarest_words_while_their_rows_add_up_to_the_cap(
+        request: pytest.FixtureRequest, tmp_path: Path, clock: Clock) -> None:
+    """``keyword_candidates`` = 100: "gamma" (1 row) and "alpha" (50 rows) add up to 51; with
+    "beta" (50 rows) they would be 101, past the cap. So only the gamma and alpha rows are
+    ranked and, being enough for the limit, returned, though the short beta rows rank higher."""
+    settings = Settings(embedder={"provider": "none"}, postgres={"keyword_candidates": 100})
+    store = PostgresStore(postgres_url(request, tmp_path), options=_options(settings))
+    mem = Memory(store, settings, clock=clock)
+    try:
+        gamma = mem.store("gamma")
+        alpha = mem.store_many(
+            {"content": f"alpha {i} came up once among many other unrelated words"}
+            for i in range(50))
+        mem.store_many({"content": "beta"} for _ in range(50))
+        hits = store.keyword_search("default", ["alpha", "beta", "gamma"], Filter(), limit=2)
+        assert [h.info.id for h in hits] == [gamma, alpha[-1]]
+    finally:
+        mem.close()
+
+
+# --- the query's words and time expressions -----------------------------------------------------
+def test_punctuation_between_accented_words_is_only_a_separator() -> None:
+    assert sanitize_terms("café, crème brûlée!") == ["café", "crème", "brûlée"]
+
+
+def test_the_word_before_a_month_is_looked_for_in_the_forty_characters_before_it() -> None:
+    """"in June" names a month even with blanks between; a preposition further back than the
+    40 characters looked at does not make "June" a time (it stays a possible name)."""
+    now = 1_700_000_000.0  # 2023-11-14
+    june = Period("June", 1685577600.0, 1688169600.0)  # June 2023, UTC
+    assert query_periods("in" + " " * 38 + "June", now, UTC, ("en",)) == (june,)
+    assert query_periods("in" + " " * 39 + "June", now, UTC, ("en",)) == ()
+

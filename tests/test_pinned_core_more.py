@@ -7,6 +7,7 @@ and time expressions.
 
 from __future__ import annotations
 
+import time
 from datetime import UTC
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from clawmemory import Filter, Memory, Settings, StorageError
 from clawmemory.search.sanitize import sanitize_terms
 from clawmemory.search.temporal import Period, query_periods
 from clawmemory.store.postgres import PostgresOptions, PostgresStore
+from clawmemory.store.postgres_search import SIZE_TTL_S
 from conftest import Clock, postgres_url
 from test_postgres import _options
 
@@ -77,3 +79,30 @@ def test_the_word_before_a_month_is_looked_for_in_the_forty_characters_before_it
     assert query_periods("in" + " " * 38 + "June", now, UTC, ("en",)) == (june,)
     assert query_periods("in" + " " * 39 + "June", now, UTC, ("en",)) == ()
 
+
+
+def test_term_counts_are_taken_afresh_once_the_table_grew_past_five_percent(
+        request: pytest.FixtureRequest, tmp_path: Path, clock: Clock) -> None:
+    """Past 5,000 rows a term's count is remembered while the table stays within 5% of the
+    size it was counted at; grown by more, the word is counted again, so its weight is a
+    freshly opened store's."""
+    settings = Settings(embedder={"provider": "none"})
+    url = postgres_url(request, tmp_path)
+    store = PostgresStore(url, options=_options(settings))
+    mem = Memory(store, settings, clock=clock)
+    try:
+        mem.store_many({"content": f"filler note {i}"} for i in range(5_000))
+        rare = mem.store("harbour")
+        [first] = store.keyword_search("default", ["harbour"], Filter(), limit=1)
+        mem.store_many({"content": f"harbour side {i}"} for i in range(300))  # 5,301: +5.7%
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("ANALYZE memories")  # as autovacuum would: before both stores read
+        time.sleep(SIZE_TTL_S + 0.1)  # the table's size is remembered this long
+        [again] = store.keyword_search("default", ["harbour"], Filter(), limit=1)
+        fresh = PostgresStore(url, options=_options(settings))
+        [counted] = fresh.keyword_search("default", ["harbour"], Filter(), limit=1)
+        fresh.close()
+        assert (again.info.id, counted.info.id) == (rare, rare)
+        assert again.relevance == counted.relevance < first.relevance
+    finally:
+        mem.close()

@@ -33,16 +33,17 @@ def test_a_store_opened_without_options_uses_the_documented_postgres_defaults() 
 
 def test_a_foreign_schema_is_refused_naming_five_of_its_tables(
         request: pytest.FixtureRequest, tmp_path: Path) -> None:
-    """Five tables are all named; a sixth is shown as "...". Nothing is written."""
+    """The message names the schema and five of its tables; a sixth is shown as "..."."""
     for count, shown in ((5, "t1, t2, t3, t4, t5"), (6, "t1, t2, t3, t4, t5, ...")):
         url = postgres_url(request, tmp_path / str(count))
         with psycopg.connect(url, autocommit=True) as conn:
             for i in range(1, count + 1):
                 conn.execute(f"CREATE TABLE t{i} (id int)")
+            [(schema,)] = conn.execute("SELECT current_schema()").fetchall()
         with pytest.raises(StorageError) as refused:
             PostgresStore(url)
-        assert f"is not a clawmemory schema (it holds the tables {shown}); refusing" \
-            in str(refused.value)
+        assert f": schema {schema} is not a clawmemory schema (it holds the tables {shown});" \
+            " refusing" in str(refused.value)
 
 
 # --- PostgreSQL: keyword candidates -------------------------------------------------------------

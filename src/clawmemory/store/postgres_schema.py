@@ -62,8 +62,9 @@ def _check_ownership(conn: psycopg.Connection[Any], where: str) -> None:
         (INITIAL_MIGRATION,)).fetchall()
     if not ours:
         shown = ", ".join(sorted(names)[:5]) + (", ..." if len(names) > 5 else "")
+        row = conn.execute("SELECT current_schema()").fetchone()  # a row: show its one value
         raise StorageError(
-            f"{where}: schema {conn.execute('SELECT current_schema()').fetchone()} is not a"
+            f"{where}: schema {row[0] if row else '?'} is not a"
             f" clawmemory schema (it holds the tables {shown}); refusing to change it. Give a"
             " database or schema of its own (options=-csearch_path=NAME in the address).")
 

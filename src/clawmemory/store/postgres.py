@@ -128,7 +128,6 @@ class PostgresStore(SearchMixin, LifecycleMixin):
         params = _connection_params(url, o)
         try:
             with psycopg.connect(url, autocommit=True, **params) as conn:
-                self.schema_name = str(conn.execute("SELECT current_schema()").fetchone())
                 self._version = schema.migrate(conn, self.path, read_only=read_only,
                                                create=create)
         except psycopg.Error as exc:

@@ -8,7 +8,7 @@ and time expressions.
 from __future__ import annotations
 
 import time
-from datetime import UTC
+from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
@@ -16,7 +16,7 @@ import pytest
 
 from clawmemory import Filter, Memory, Settings, StorageError
 from clawmemory.search.sanitize import sanitize_terms
-from clawmemory.search.temporal import Period, query_periods
+from clawmemory.search.temporal import Period, event_time_from_text, query_periods
 from clawmemory.store.postgres import PostgresOptions, PostgresStore
 from clawmemory.store.postgres_search import SIZE_TTL_S
 from conftest import Clock, postgres_url
@@ -107,3 +107,14 @@ def test_term_counts_are_taken_afresh_once_the_table_grew_past_five_percent(
         assert again.relevance == counted.relevance < first.relevance
     finally:
         mem.close()
+
+
+@pytest.mark.parametrize("apostrophe", ["'", "\u2019"])
+def test_a_possessive_time_word_is_read_with_either_apostrophe(apostrophe: str) -> None:
+    # "yesterday's" as typed on a keyboard or by a phone's curly quotes: both name that day
+    now = datetime(2024, 3, 14, 12, tzinfo=UTC).timestamp()
+    day = datetime(2024, 3, 13, tzinfo=UTC).timestamp()
+    text = f"yesterday{apostrophe}s standup ran long"
+    assert event_time_from_text(text, now, UTC, ("en",)) == (day, "yesterday")
+    assert query_periods(f"what was in {text}", now, UTC, ("en",)) == (
+        Period(text="yesterday", start=day, end=day + 86_400),)

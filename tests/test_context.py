@@ -322,11 +322,16 @@ def test_layer_cache_keys_invalidation_and_bound() -> None:
 
 
 def test_layer_cache_refreshes_on_a_real_thread() -> None:
+    # a daemon thread (it never holds up the interpreter's exit), named so that it can be told
+    # apart in a thread dump
     clock = Clock(0.0)
     cache = LayerCache(clock=clock)
+    seen: list[tuple[str, bool]] = []
     done = threading.Event()
 
     def refresh() -> str:
+        me = threading.current_thread()
+        seen.append((me.name, me.daemon))
         done.set()
         return "fresh"
 
@@ -334,6 +339,7 @@ def test_layer_cache_refreshes_on_a_real_thread() -> None:
     clock.advance(60)
     assert cache.get("s", refresh) == "stale"
     assert done.wait(5)
+    assert seen == [("clawmemory-layer-refresh", True)]
     for _ in range(100):  # the value is stored just after compute returns
         if cache.get("s", lambda: "unused") == "fresh":
             break

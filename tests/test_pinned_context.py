@@ -8,7 +8,6 @@ makes every block's order exact.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -328,27 +327,6 @@ def test_layer_cache_invalidating_an_unknown_session_is_a_no_op() -> None:
     cache.get("a", lambda: "A")
     cache.invalidate("never-cached")
     assert len(cache) == 1 and cache.get("a", lambda: "A2") == "A"
-
-
-def test_layer_cache_refresh_thread_is_a_named_daemon() -> None:
-    # the default refresh runs on a daemon thread (it never holds up the interpreter's exit)
-    # named so that it can be told apart in a thread dump
-    clock = Clock(0.0)
-    cache = LayerCache(clock=clock)
-    seen: list[tuple[str, bool]] = []
-    done = threading.Event()
-
-    def refresh() -> str:
-        me = threading.current_thread()
-        seen.append((me.name, me.daemon))
-        done.set()
-        return "fresh"
-
-    cache.get("s", lambda: "stale")
-    clock.advance(60)
-    assert cache.get("s", refresh) == "stale"
-    assert done.wait(5)
-    assert seen == [("clawmemory-layer-refresh", True)]
 
 
 # --- 004 sandbox --------------------------------------------------------------------------------

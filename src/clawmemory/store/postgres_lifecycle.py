@@ -68,10 +68,10 @@ class LifecycleMixin:
         if touched:
             # An entity nobody mentions any more is text of the dropped memory; the others are
             # mentioned by that many fewer memories (entity ranking weighs 1/mention_count).
+            dropped = Counter(touched)
             self.execute("DELETE FROM entities e WHERE e.id = ANY(%s) AND NOT EXISTS (SELECT 1"
                          " FROM memory_entities me WHERE me.entity_id = e.id)",
-                         (builtins.list(set(touched)),))
-            dropped = Counter(touched)
+                         (builtins.list(dropped),))
             self.execute("UPDATE entities e SET mention_count = greatest(e.mention_count - d.n,"
                          " 1) FROM unnest(%s::text[], %s::bigint[]) AS d(id, n) WHERE e.id = d.id",
                          (builtins.list(dropped), builtins.list(dropped.values())))

@@ -373,12 +373,18 @@ def test_forgetting_an_episode_forgets_the_facts_consolidated_from_it_byte_for_b
     consolidate_session(mem, openai_server.llm(), "s1")
     assert b"quibblefex" in file_bytes(db)
 
-    mem.forget(secret)
+    done = mem.forget(secret)
 
-    assert [f.content for f in mem.list(kind="fact")] == ["Likes green tea and the Quibblefex"]
-    mem.forget(other)  # its last source
-    assert mem.list(kind="fact") == []
+    # Both facts quote the forgotten episode; the one also backed by `other` goes too and its
+    # session is queued, so the next consolidation derives again from what is left (ADR 0022).
+    assert mem.list(kind="fact") == [] and len(done.derived) == 2
+    assert done.reopened_sessions == ("s1",)
     assert b"quibblefex" not in file_bytes(db) and b"zorbulax" not in file_bytes(db)
+    openai_server.script([text('[{"content": "Likes green tea", "sources": ["e1"]}]')])
+    consolidate_session(mem, openai_server.llm(), "s1")
+    (again,) = mem.list(kind="fact")
+    assert (again.content, again.source_ids) == ("Likes green tea", (other,))
+    assert "Zorbulax" not in prompt_text(openai_server.requests[-1].body)
 
 
 # --- 004 reflection ------------------------------------------------------------------------------

@@ -399,13 +399,24 @@ def idle_out(mem: Memory, clock: Clock) -> set[str]:
     return archived(mem) - before
 
 
-def test_restore_gives_up_a_key_taken_meanwhile(mem: Memory, clock: Clock) -> None:
+def test_a_keyed_store_brings_the_archived_holder_of_its_key_back(
+    mem: Memory, clock: Clock
+) -> None:
+    """A key names one memory, archived or not: storing under it again makes the next version
+    of the archived one (its id, score and history), never a second memory beside it that
+    ``forget(key)`` would miss."""
     rid = mem.store("old deploy notes", key="deploy", kind="fact")
+    mem.reinforce(rid)
     assert idle_out(mem, clock) == {rid}
     newer = mem.store("new deploy notes", key="deploy", kind="fact")
-    restored = mem.restore(rid)
-    assert restored.key is None
-    assert mem.get("deploy").id == newer
+    assert newer == rid
+    assert mem.get("deploy").content == "new deploy notes"
+    assert mem.get("deploy").score == 3
+    assert mem.archived() == []
+    with pytest.raises(NotFoundError):
+        mem.restore(rid)
+    mem.forget("deploy")
+    assert mem.recall("deploy notes", archive=True, include_invalid=True) == []
 
 
 @pytest.mark.parametrize("query", ["", "   ", "!!!", "a b c"])

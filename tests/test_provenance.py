@@ -1,6 +1,8 @@
-"""Provenance and forgetting (ADR 0010): a memory's ``source_ids`` are indexed on every backend,
-and forgetting a memory forgets what was derived from it alone, recursively, live or archived,
-with every version; a derived memory with another source still stored stays. On SQLite nothing
+"""Provenance and forgetting (ADR 0010, ADR 0022): a memory's ``source_ids`` are indexed on every
+backend, and forgetting a memory forgets every memory derived from it, whatever else it was
+derived from (its text may quote the forgotten one), recursively, live or archived, with every
+version; the other sources stay, and their consolidated sessions are queued to be consolidated
+again. ``forget`` reports what went, in the API, the CLI, REST and the tools. On SQLite nothing
 of the forgotten text is left in the file or its WAL, and the LLM response cache, whose answers
 may quote it, is scrubbed too."""
 
@@ -54,21 +56,39 @@ def test_derived_lists_what_names_a_memory_among_its_sources(mem: Memory) -> Non
         mem.derived("no-such-memory")
 
 
-def test_forgetting_a_source_forgets_what_was_derived_from_it_alone(mem: Memory) -> None:
+def test_forgetting_a_source_forgets_everything_derived_from_it(mem: Memory) -> None:
     e1 = mem.store("Ada: my locker code is 4471", kind="episode", session_id="s1")
     e2 = mem.store("Ada: the locker is in hall B", kind="episode", session_id="s1")
     alone = mem.store("Ada's locker code is 4471", source_ids=[e1])
-    both = mem.store("Ada has a locker in hall B", source_ids=[e1, e2])
+    both = mem.store("Ada's locker in hall B opens with 4471", source_ids=[e1, e2])
     keep = mem.store("Ada likes tea")
 
-    assert mem.forget(e1).id == e1
+    done = mem.forget(e1)
 
-    assert gone(mem, e1, alone)
-    assert mem.get(both).source_ids == (e1, e2)  # e2 still backs it
+    assert (done.id, done.versions, set(done.derived), done.deleted) == (
+        e1, (), {alone, both}, 3)
+    assert gone(mem, e1, alone, both)  # `both` quotes e1, though e2 backs part of it
+    assert mem.recall("4471", mode="keyword", include_invalid=True) == []
+    assert mem.get(e2).content == "Ada: the locker is in hall B"
     assert mem.get(keep).content == "Ada likes tea"
-    mem.forget(e2)  # its last source: now it goes
-    assert gone(mem, both)
-    assert [r.id for r in mem.list(limit=10)] == [keep]
+    assert done.reopened_sessions == ()  # s1 was never consolidated: nothing to do again
+
+
+def test_forget_queues_the_consolidated_sessions_of_the_other_sources(mem: Memory) -> None:
+    from clawmemory.ingest import mark_session_consolidated, pending_sessions
+
+    e1 = mem.store("Ada: my locker code is 4471", kind="episode", session_id="s1")
+    e2 = mem.store("Ada: the locker is in hall B", kind="episode", session_id="s2")
+    mem.store("Ada's locker in hall B opens with 4471", source_ids=[e1, e2])
+    for s in ("s1", "s2"):
+        mark_session_consolidated(mem, s)
+
+    done = mem.forget(e1)
+
+    assert done.reopened_sessions == ("s2",)  # s1's only episode here is gone
+    assert pending_sessions(mem) == ["s2"]
+    assert "1 session(s) will be consolidated again" in done.summary()
+    assert e2 in {r.id for r in mem.list(kind="episode")}
 
 
 @pytest.mark.parametrize(("dialect", "tool", "args"), [
@@ -91,10 +111,11 @@ def test_forgetting_recurses_through_derived_memories(mem: Memory) -> None:
     other = mem.store("Bo cooks on Sundays")
     backed = mem.store("Bo's weekly cooking plans", kind="reflection", source_ids=[note, other])
 
-    mem.forget(episode)
+    done = mem.forget(episode)
 
-    assert gone(mem, episode, fact, note)
-    assert mem.get(backed).content == "Bo's weekly cooking plans"  # `other` still backs it
+    assert gone(mem, episode, fact, note, backed)  # `backed` may quote `note`: it goes too
+    assert set(done.derived) == {fact, note, backed}
+    assert mem.get(other).content == "Bo cooks on Sundays"
 
 
 def test_a_source_that_is_not_stored_does_not_keep_a_memory(mem: Memory) -> None:
@@ -140,8 +161,8 @@ def test_archived_memories_derive_and_are_derived_from(mem: Memory, clock: Clock
 
     mem.forget(e1)
 
-    assert gone(mem, e1, archived_alone)
-    assert {e.record.id for e in mem.archived()} == {e2, archived_both}  # e2 still backs it
+    assert gone(mem, e1, archived_alone, archived_both)
+    assert {e.record.id for e in mem.archived()} == {e2}  # the other source stays
 
 
 def test_the_index_follows_replacements(mem: Memory) -> None:

@@ -47,7 +47,8 @@ def test_store_get_recall_and_forget(api: httpx.Client) -> None:
     assert set(explain["factors"]) == {"reinforcement", "recency", "confidence"}
     assert hits[0]["score"] == pytest.approx(explain["final"])
     assert api.delete("/v1/memories/ui-theme").json() == {
-        "deleted": 1, "id": id_, "key": "ui-theme", "namespace": None}
+        "deleted": 1, "id": id_, "key": "ui-theme", "versions": [], "derived": [],
+        "reopened_sessions": []}
     assert problem(api.get(f"/v1/memories/{id_}")) == (
         404, "NotFoundError", f"no memory with id or key {id_!r} in namespace 'default'")
     assert api.post("/v1/recall", json={"query": "dark mode"}).json() == {"hits": []}

@@ -29,7 +29,16 @@ from clawmemory.errors import (
     SchemaError,
     StorageError,
 )
-from clawmemory.model import KINDS, Explanation, Filter, Hit, Kind, KindPolicy, MemoryRecord
+from clawmemory.model import (
+    KINDS,
+    Explanation,
+    Filter,
+    Forgotten,
+    Hit,
+    Kind,
+    KindPolicy,
+    MemoryRecord,
+)
 
 __version__ = "0.1.0"
 
@@ -43,6 +52,7 @@ __all__ = [
     "EmbeddingError",
     "Explanation",
     "Filter",
+    "Forgotten",
     "Hit",
     "ImportFormatError",
     "ImportReport",

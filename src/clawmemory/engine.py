@@ -17,7 +17,16 @@ from clawmemory.config import Settings, load_settings
 from clawmemory.engine_io import ImportReport, PortabilityMixin
 from clawmemory.engine_service import ServiceMixin
 from clawmemory.errors import ClawMemoryError, InvalidInputError, NotFoundError
-from clawmemory.model import Filter, Hit, Kind, MemoryRecord, kind_policy, normalize_kind
+from clawmemory.model import (
+    Filter,
+    Forgotten,
+    Hit,
+    Kind,
+    MemoryRecord,
+    correction_of,
+    kind_policy,
+    normalize_kind,
+)
 from clawmemory.search.pipeline import RecallRequest, Retriever
 from clawmemory.snapshot import new_id
 from clawmemory.store.base import ORDERS, ArchiveEntry, Store
@@ -389,14 +398,15 @@ class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
             self._fill([updated], entries, {})
         return updated
 
-    def forget(self, id_or_key: str) -> MemoryRecord:
+    def forget(self, id_or_key: str) -> Forgotten:
         """Hard-delete a memory, live or archived, with every version of it (the corrections
-        it went through, 004), every memory derived from it alone (``source_ids`` naming only
-        what is forgotten, recursively: ``provenance.forget_set``, ADR 0010) and everything
-        derived from those (index rows, links, entity links, vectors, mirror files). Nothing
-        is left in the database file either: no copy in free pages or the write-ahead log;
-        the LLM response cache, whose answers may quote it, is scrubbed. Returns the record
-        that was named; raises NotFoundError."""
+        it went through, 004, and an archived holder of its key), every memory derived from it
+        (``source_ids`` naming it, whatever else they name, recursively: ADR 0022) and
+        everything derived from those (index rows, links, entity links, vectors, mirror
+        files). Nothing is left in the database file either: no copy in free pages or the
+        write-ahead log; the LLM response cache, whose answers may quote it, is scrubbed. The
+        sessions whose episodes backed a forgotten derived fact are queued to be consolidated
+        again from what is left. Returns what went (``Forgotten``); raises NotFoundError."""
         ref = check_ref(id_or_key)
         record = self.store_backend.get(self.namespace, ref)
         if record is None:
@@ -407,16 +417,28 @@ class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
             )
         from clawmemory.provenance import forget_set
 
-        removed = forget_set(self.store_backend, self.namespace, record)
-        ids = [r.id for r in removed]
+        plan = forget_set(self.store_backend, self.namespace, record)
+        ids = [r.id for r in plan.removed]
         self.store_backend.delete(self.namespace, ids)
         self._unindex(ids)
-        self._mirror(removed=removed)
+        self._mirror(removed=plan.removed)
         self._scrub_response_cache()
-        if len(removed) > 1:
-            log.info("forgot %s with %d versions and derived memories", record.id,
-                     len(removed) - 1)
-        return record
+        reopened = self._reopen_sessions(plan.survivors) if plan.derived else ()
+        done = Forgotten(record, tuple(r.id for r in plan.versions[1:]),
+                         tuple(r.id for r in plan.derived), reopened)
+        if done.deleted > 1:
+            log.info("%s", done.summary())
+        return done
+
+    def _reopen_sessions(self, survivors: Sequence[str]) -> tuple[str, ...]:
+        """The sessions of the surviving episodes a forgotten derived fact also came from,
+        marked unconsolidated: the next consolidation derives again from what is left (pages
+        whose facts still stand are skipped, ADR 0010 decision 2)."""
+        from clawmemory.ingest import reopen_sessions
+
+        episodes = [r for r in self.store_backend.get_many(self.namespace, list(survivors))
+                    if r.kind == "episode" and r.session_id]
+        return reopen_sessions(self, sorted({r.session_id for r in episodes if r.session_id}))
 
     def derived(self, id_or_key: str) -> builtins.list[MemoryRecord]:
         """The live memories derived from this one (naming it in their ``source_ids``)."""
@@ -529,7 +551,8 @@ class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
             source_role=old.source_role,
             source_ids=(*old.source_ids, old.id),
             confidence=1.0,
-        ).evolve(key=old.key, supersedes=old.id, score=old.score)
+        )
+        new = correction_of(old, new)
         retired = old.evolve(valid_until=now, key=None, updated_at=now)
         mentions = self._mentions([new])
         with self._transaction():  # the retired and the new version together: never neither

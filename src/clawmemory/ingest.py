@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -34,6 +35,7 @@ __all__ = [
     "observe",
     "pending_sessions",
     "register_session",
+    "reopen_sessions",
     "session_ledger",
 ]
 
@@ -56,6 +58,10 @@ class SessionLedger(Protocol):
         ...
 
     def consolidated_at(self, namespace: str, session_id: str) -> float | None: ...
+
+    def reopen(self, namespace: str, session_id: str) -> bool:
+        """Mark a consolidated session pending again; False when it was not consolidated."""
+        ...
 
 
 class _SQLiteLedger:
@@ -86,6 +92,13 @@ class _SQLiteLedger:
                       " AND session_id = ? AND consolidated_at IS NULL",
                       (now, namespace, session_id))
             return bool(c.changes())
+
+    def reopen(self, namespace: str, session_id: str) -> bool:
+        with self.store.write():
+            self.store.conn.execute(
+                "UPDATE sessions SET consolidated_at = NULL WHERE namespace = ? AND"
+                " session_id = ? AND consolidated_at IS NOT NULL", (namespace, session_id))
+            return bool(self.store.conn.changes())
 
     def consolidated_at(self, namespace: str, session_id: str) -> float | None:
         rows = self.store._query(
@@ -126,6 +139,14 @@ class _ProcessLedger:
             if entry.consolidated_at is not None:
                 return False
             entry.consolidated_at = now
+            return True
+
+    def reopen(self, namespace: str, session_id: str) -> bool:
+        with self.lock:
+            entry = self.sessions.get((namespace, session_id))
+            if entry is None or entry.consolidated_at is None:
+                return False
+            entry.consolidated_at = None
             return True
 
     def consolidated_at(self, namespace: str, session_id: str) -> float | None:
@@ -184,6 +205,13 @@ def pending_sessions(mem: Memory, exclude_session_id: str | None = None) -> list
 def mark_session_consolidated(mem: Memory, session_id: str) -> bool:
     """Record that a session was consolidated; False when it already was."""
     return session_ledger(mem).mark(mem.namespace, _session(session_id), mem.clock())
+
+
+def reopen_sessions(mem: Memory, session_ids: Sequence[str]) -> tuple[str, ...]:
+    """Mark consolidated sessions pending again (a fact derived from them was forgotten, ADR
+    0022); returns those that were consolidated."""
+    ledger = session_ledger(mem)
+    return tuple(s for s in session_ids if ledger.reopen(mem.namespace, s))
 
 
 def is_session_consolidated(mem: Memory, session_id: str) -> bool:

@@ -18,15 +18,18 @@ __all__ = [
     "KINDS",
     "Explanation",
     "Filter",
+    "Forgotten",
     "Hit",
     "Kind",
     "KindName",
     "KindPolicy",
     "MemoryRecord",
     "as_kind",
+    "correction_of",
     "event_or_created",
     "kind_policy",
     "meta_equal",
+    "next_version",
     "normalize_kind",
 ]
 
@@ -155,6 +158,80 @@ class MemoryRecord:
 
     def evolve(self, **changes: Any) -> MemoryRecord:
         return replace(self, **changes)
+
+
+def next_version(existing: MemoryRecord, incoming: MemoryRecord) -> MemoryRecord:
+    """``incoming`` written over ``existing`` in place (a keyed upsert, a transfer): the one
+    rule every backend applies, so no path cuts a memory's history or drops its protection.
+
+    Kept from ``existing``: its identity (id, created_at, stored_at), what it earned (score,
+    access_count, confidence), the version it corrects (``supersedes``: ``forget`` walks that
+    chain, so a keyed upsert after a correction must not cut it) and a protection (decay_rate
+    0, from ``confirm()`` or its kind: an upsert is new content, not a withdrawal of trust).
+    The rest is ``incoming``'s."""
+    protected = existing.decay_rate == 0
+    return incoming.evolve(
+        id=existing.id, created_at=existing.created_at, stored_at=existing.stored_at,
+        score=existing.score, access_count=existing.access_count,
+        confidence=existing.confidence,
+        supersedes=incoming.supersedes or existing.supersedes,
+        decay_rate=0.0 if protected else incoming.decay_rate,
+    )
+
+
+def correction_of(old: MemoryRecord, new: MemoryRecord) -> MemoryRecord:
+    """``new`` as the version that corrects ``old`` (004 correct_fact): it ``supersedes`` old
+    (the chain ``history`` and ``forget`` walk), takes over its key and score and keeps a
+    protection (``next_version``'s rule: a corrected memory is still the one the user
+    trusted)."""
+    return new.evolve(key=old.key, supersedes=old.id, score=old.score,
+                      decay_rate=0.0 if old.decay_rate == 0 else new.decay_rate)
+
+
+@dataclass(frozen=True, slots=True)
+class Forgotten:
+    """What one ``forget`` removed: the memory named, its other versions (corrections, a key's
+    archived holder), the memories derived from it (each with its versions) and the sessions
+    queued to be consolidated again because a fact derived from them went (ADR 0022).
+    ``id``, ``key`` and ``content`` are the named memory's."""
+
+    record: MemoryRecord
+    versions: tuple[str, ...] = ()
+    derived: tuple[str, ...] = ()
+    reopened_sessions: tuple[str, ...] = ()
+
+    @property
+    def id(self) -> str:
+        return self.record.id
+
+    @property
+    def key(self) -> str | None:
+        return self.record.key
+
+    @property
+    def content(self) -> str:
+        return self.record.content
+
+    @property
+    def deleted(self) -> int:
+        """How many memories went: the named one, its versions and what was derived."""
+        return 1 + len(self.versions) + len(self.derived)
+
+    def summary(self) -> str:
+        """One line for people: ``forgot ID`` and what went with it."""
+        extra = [text for n, text in (
+            (len(self.versions), f"{len(self.versions)} other version(s)"),
+            (len(self.derived), f"{len(self.derived)} derived memory(ies)")) if n]
+        line = f"forgot {self.id}" + (f" with {' and '.join(extra)}" if extra else "")
+        if self.reopened_sessions:
+            line += (f"; {len(self.reopened_sessions)} session(s) will be consolidated again"
+                     " from what is left")
+        return line
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"deleted": self.deleted, "id": self.id, "key": self.key,
+                "versions": list(self.versions), "derived": list(self.derived),
+                "reopened_sessions": list(self.reopened_sessions)}
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,7 @@ from clawmemory import errors
 from clawmemory.config import Settings
 from clawmemory.engine import ImportReport, Memory
 from clawmemory.errors import ClawMemoryError, ConfigError, StorageError
-from clawmemory.model import Explanation, Hit, MemoryRecord
+from clawmemory.model import Explanation, Forgotten, Hit, MemoryRecord
 from clawmemory.store.base import ArchiveEntry, Link, RunRecord
 
 if TYPE_CHECKING:
@@ -213,11 +213,13 @@ class RemoteMemory(Memory):
             body["event_time"] = event_time
         return _record(self._call("PATCH", f"/v1/memories/{self._ref(id_or_key)}", body=body))
 
-    def forget(self, id_or_key: str) -> MemoryRecord:
-        """Forget for good; returns what the server reports (id and key; the rest is gone)."""
+    def forget(self, id_or_key: str) -> Forgotten:
+        """Forget for good; returns what the server reports went (the record as it was)."""
         record = self.get(id_or_key)
-        self._call("DELETE", f"/v1/memories/{self._ref(record.id)}")
-        return record
+        done = self._call("DELETE", f"/v1/memories/{self._ref(record.id)}")
+        return Forgotten(record, tuple(done.get("versions") or ()),
+                         tuple(done.get("derived") or ()),
+                         tuple(done.get("reopened_sessions") or ()))
 
     def forget_namespace(self) -> int:
         return int(self._call("DELETE", "/v1/namespace",

@@ -138,6 +138,13 @@ class PostgresLedger:
                 " session_id = %s AND consolidated_at IS NULL",
                 (now, namespace, session_id)).rowcount)
 
+    def reopen(self, namespace: str, session_id: str) -> bool:
+        with self.store.write():
+            return bool(self.store.execute(
+                "UPDATE sessions SET consolidated_at = NULL WHERE namespace = %s AND"
+                " session_id = %s AND consolidated_at IS NOT NULL",
+                (namespace, session_id)).rowcount)
+
     def consolidated_at(self, namespace: str, session_id: str) -> float | None:
         rows = self.store._query(
             "SELECT consolidated_at FROM sessions WHERE namespace = %s AND session_id = %s",

@@ -504,9 +504,8 @@ def forget_cmd(
         raise InvalidInputError("give either the id or key of one memory, or --all")
     with _open(ctx, create=False) as mem:
         if id_or_key is not None:
-            record = mem.forget(id_or_key)
-            data: dict[str, Any] = {"deleted": 1, "id": record.id, "key": record.key}
-            _emit(ctx, data, _line(f"forgot {record.id}"))
+            done = mem.forget(id_or_key)
+            _emit(ctx, done.to_dict(), _line(done.summary()))
             return
         count = mem.count(include_invalid=True)
         if not yes and not _confirmed(

@@ -223,8 +223,8 @@ def forget(page: Web, ref: str, form: Form) -> Response:
     record = page.mem.get(ref)
     if form.get("confirm") != record.id:
         raise InvalidInputError("to forget this memory, confirm by ticking the box")
-    page.mem.forget(record.id)
-    return RedirectResponse(page.url("/browse", done=f"forgot {record.id}"), 303)
+    done = page.mem.forget(record.id)
+    return RedirectResponse(page.url("/browse", done=done.summary()), 303)
 
 
 # --- archive and maintenance ---------------------------------------------------------------------

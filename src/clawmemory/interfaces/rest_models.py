@@ -16,6 +16,7 @@ __all__ = [
     "CorrectIn",
     "Deleted",
     "Explain",
+    "Forgot",
     "HitOut",
     "ImportIn",
     "LinkIn",
@@ -243,6 +244,23 @@ class Deleted(BaseModel):
     id: str | None = None
     key: str | None = None
     namespace: str | None = None
+
+
+class Forgot(BaseModel):
+    """What one forget removed (ADR 0022)."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"deleted": 2, "id": "3f2a9c0d1e4b5a67", "key": "ui-theme",
+         "versions": ["9b1c2d3e4f5a6b7c"], "derived": [], "reopened_sessions": []}]})
+
+    deleted: int = Field(description="memories removed: the one named, its other versions and"
+                         " what was derived from it")
+    id: str
+    key: str | None = None
+    versions: list[str] = Field(description="the memory's other versions (corrections), gone")
+    derived: list[str] = Field(description="memories derived from it, gone with it")
+    reopened_sessions: list[str] = Field(
+        description="sessions queued to be consolidated again from what is left")
 
 
 class ImportIn(_In):

@@ -26,6 +26,7 @@ from clawmemory.interfaces.rest_models import (
     ArchiveList,
     CorrectIn,
     Deleted,
+    Forgot,
     ImportIn,
     LinkIn,
     LinkOut,
@@ -242,11 +243,12 @@ def update(call: Writer, ref: Ref, body: UpdateIn) -> dict[str, Any]:
     return call.mem.update(ref, **body.model_dump(exclude_unset=True)).to_dict()
 
 
-@router.delete("/memories/{ref}", response_model=Deleted, tags=["memories"])
+@router.delete("/memories/{ref}", response_model=Forgot, tags=["memories"])
 def forget(call: Writer, ref: Ref) -> dict[str, Any]:
-    """Forget a memory for good: every version, what was derived from it alone, every byte."""
-    record = call.mem.forget(ref)
-    return {"deleted": 1, "id": record.id, "key": record.key}
+    """Forget a memory for good: every version, every memory derived from it, every byte.
+    ``deleted`` counts them all; ``versions`` and ``derived`` name the others that went, and
+    ``reopened_sessions`` the sessions queued to be consolidated again."""
+    return call.mem.forget(ref).to_dict()
 
 
 @router.post("/memories/{ref}/correct", response_model=MemoryOut, tags=["feedback"])

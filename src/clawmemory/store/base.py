@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from clawmemory.model import Filter, MemoryRecord
+from clawmemory.model import Filter, MemoryRecord, next_version
 
 __all__ = [
     "ORDERS",
@@ -28,6 +28,7 @@ __all__ = [
     "connected_versions",
     "order_versions",
     "time_sql",
+    "upsert",
 ]
 
 Version = tuple[MemoryRecord, bool]  # a record and whether it is archived
@@ -362,3 +363,43 @@ def order_versions(versions: builtins.list[Version]) -> builtins.list[Version]:
             out.append(step)
             step = by_old.get(step[0].id)
     return out + [v for v in versions if v not in out]
+
+
+class KeyedWrites(Protocol):
+    """What ``upsert`` needs of a backend, all inside the backend's write transaction."""
+
+    def _find_key(self, namespace: str, key: str) -> MemoryRecord | None: ...
+
+    def _insert(self, record: MemoryRecord) -> None: ...
+
+    def _replace(self, record: MemoryRecord) -> None: ...
+
+    def find_archived(self, namespace: str, id_or_key: str) -> MemoryRecord | None: ...
+
+    def restore(self, namespace: str, id_: str) -> MemoryRecord | None: ...
+
+
+def upsert(
+    store: KeyedWrites, record: MemoryRecord, skip_existing: bool
+) -> tuple[MemoryRecord, bool]:
+    """Write ``record``; with a key some memory already holds, that memory is the target
+    (``skip_existing``: it is returned untouched; otherwise ``record`` becomes its next
+    version in place, by ``next_version``). The holder may be archived (maintenance moved
+    it): it comes back first, so a key names one memory with one history, and ``forget(key)``
+    reaches every text ever stored under it. Returns the stored record and whether it is
+    new. Every backend's ``put``/``put_many`` goes through here."""
+    existing = store._find_key(record.namespace, record.key) if record.key else None
+    if existing is None and record.key:
+        archived = store.find_archived(record.namespace, record.key)
+        if archived is not None and archived.key == record.key:
+            if skip_existing:
+                return archived, False
+            existing = store.restore(record.namespace, archived.id)
+    if existing is None:
+        store._insert(record)
+        return record, True
+    if skip_existing:
+        return existing, False
+    merged = next_version(existing, record)
+    store._replace(merged)
+    return merged, False

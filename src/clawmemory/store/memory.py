@@ -27,6 +27,7 @@ from clawmemory.store.base import (
     TextHit,
     Version,
     connected_versions,
+    upsert,
 )
 
 __all__ = ["MemoryStore", "phrase_count", "stem", "tokenize"]
@@ -146,24 +147,23 @@ class MemoryStore:
         self._index(ns, r)
 
     # --- records -------------------------------------------------------------------------------
-    def _upsert(self, record: MemoryRecord, skip_existing: bool) -> tuple[MemoryRecord, bool]:
-        ns = self._ns[record.namespace]
-        existing_id = ns.by_key.get(record.key) if record.key else None
-        if existing_id is None:
-            if record.id in ns.records:
-                from clawmemory.errors import StorageError
+    def _find_key(self, namespace: str, key: str) -> MemoryRecord | None:
+        ns = self._ns[namespace]
+        found = ns.by_key.get(key)
+        return None if found is None else ns.records[found]
 
-                raise StorageError(f"a memory with id {record.id} already exists")
-            self._write(record)
-            return record, True
-        existing = ns.records[existing_id]
-        if skip_existing:
-            return existing, False
-        merged = record.evolve(id=existing.id, created_at=existing.created_at,
-                               score=existing.score, access_count=existing.access_count,
-                               confidence=existing.confidence, stored_at=existing.stored_at)
-        self._write(merged)
-        return merged, False
+    def _insert(self, record: MemoryRecord) -> None:
+        if record.id in self._ns[record.namespace].records:
+            from clawmemory.errors import StorageError
+
+            raise StorageError(f"a memory with id {record.id} already exists")
+        self._write(record)
+
+    def _replace(self, record: MemoryRecord) -> None:
+        self._write(record)
+
+    def _upsert(self, record: MemoryRecord, skip_existing: bool) -> tuple[MemoryRecord, bool]:
+        return upsert(self, record, skip_existing)
 
     def put(self, record: MemoryRecord) -> tuple[MemoryRecord, bool]:
         with self._lock:
@@ -456,10 +456,10 @@ class MemoryStore:
             if not found:
                 return None
             record = found[0]
-            if record.key and self.get(namespace, record.key) is not None:
+            if record.key and self._find_key(namespace, record.key) is not None:
                 record = record.evolve(key=None)  # the live memory owns the key now
-            self.put(record)
-            arch.delete(namespace, [id_])
+            arch.delete(namespace, [id_])  # first: a keyed put must not find it archived
+            self._insert(record)
             self._life.archived_at.pop((namespace, id_), None)
             return record
 

@@ -28,7 +28,7 @@ from typing import Any
 from clawmemory.errors import ConfigError, StorageError
 from clawmemory.model import Filter, MemoryRecord
 from clawmemory.store import postgres_schema as schema
-from clawmemory.store.base import Link, StoreStats
+from clawmemory.store.base import Link, StoreStats, upsert
 from clawmemory.store.postgres_lifecycle import LifecycleMixin
 from clawmemory.store.postgres_search import SearchMixin
 from clawmemory.store.postgres_sql import (
@@ -227,20 +227,11 @@ class PostgresStore(SearchMixin, LifecycleMixin):
             (namespace, key))
         return rows[0] if rows else None
 
+    def _insert(self, record: MemoryRecord) -> None:
+        self.execute(INSERT, record_values(record))
+
     def _upsert(self, record: MemoryRecord, skip_existing: bool) -> tuple[MemoryRecord, bool]:
-        existing = self._find_key(record.namespace, record.key) if record.key else None
-        if existing is None:
-            self.execute(INSERT, record_values(record))
-            return record, True
-        if skip_existing:
-            return existing, False
-        merged = record.evolve(
-            id=existing.id, created_at=existing.created_at, score=existing.score,
-            access_count=existing.access_count, confidence=existing.confidence,
-            stored_at=existing.stored_at,
-        )
-        self._replace(merged)
-        return merged, False
+        return upsert(self, record, skip_existing)
 
     def put(self, record: MemoryRecord) -> tuple[MemoryRecord, bool]:
         with self.write():

@@ -34,6 +34,7 @@ from clawmemory.store.base import (
     TextHit,
     Version,
     order_versions,
+    upsert,
 )
 from clawmemory.store.sqlite_sql import (
     INSERT,
@@ -252,20 +253,11 @@ class SQLiteStore:
         )
         return rows[0] if rows else None
 
+    def _insert(self, record: MemoryRecord) -> None:
+        self.conn.execute(INSERT, record_values(record))
+
     def _upsert(self, record: MemoryRecord, skip_existing: bool) -> tuple[MemoryRecord, bool]:
-        existing = self._find_key(record.namespace, record.key) if record.key else None
-        if existing is None:
-            self.conn.execute(INSERT, record_values(record))
-            return record, True
-        if skip_existing:
-            return existing, False
-        merged = record.evolve(
-            id=existing.id, created_at=existing.created_at, score=existing.score,
-            access_count=existing.access_count, confidence=existing.confidence,
-            stored_at=existing.stored_at,
-        )
-        self._replace(merged)
-        return merged, False
+        return upsert(self, record, skip_existing)
 
     def put(self, record: MemoryRecord) -> tuple[MemoryRecord, bool]:
         with self.write():

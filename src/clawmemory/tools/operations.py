@@ -290,8 +290,11 @@ def update(mem: Memory, args: UpdateArgs) -> ToolResult:
 
 
 def forget(mem: Memory, args: IdArgs) -> ToolResult:
-    record = mem.forget(args.id)
-    return ToolResult(f"Forgot memory {render_record(record)}", {"memory": record_data(record)})
+    done = mem.forget(args.id)
+    text = f"Forgot memory {render_record(done.record)}"
+    if done.deleted > 1:
+        text += f" ({done.summary().removeprefix(f'forgot {done.id} ')})"
+    return ToolResult(text, {"memory": record_data(done.record), **done.to_dict()})
 
 
 def link(mem: Memory, args: LinkArgs) -> ToolResult:

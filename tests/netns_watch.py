@@ -7,8 +7,9 @@ prints one JSON report line. Inside the new namespaces (nothing here outlives th
   sends a real packet there instead of failing at once, and a packet socket on ``lo`` sees it;
 - ``/etc/resolv.conf`` names 127.0.0.1, ``/etc/hosts`` holds only localhost, the hosts line of
   ``/etc/nsswitch.conf`` is ``files dns`` and nscd's socket is hidden, so every name lookup
-  reaches the resolver here, which logs it and answers NXDOMAIN (on port 53 of every address,
-  so a resolver address compiled into a library is caught too);
+  reaches the resolver here, which logs it (on port 53 of every address, so a resolver address
+  compiled into a library is caught too) and answers with a documentation address, so what
+  the job does next with the name (a connect) is logged as well;
 - probes (a lookup, a datagram and a TCP connect to a documentation address) check that both
   loggers see what they must before any job starts.
 
@@ -36,6 +37,8 @@ PACKET_OUTGOING = 4  # linux/if_packet.h: a packet this host sent
 ETH_P_ALL = 3
 PROBE_NAME = "netns-watch-probe.invalid"
 PROBE_ADDRESS = ("192.0.2.1", 9)  # TEST-NET-1 (RFC 5737), discard port
+ANSWER_V4 = ipaddress.ip_address("192.0.2.53").packed  # every name, as far as jobs can tell
+ANSWER_V6 = ipaddress.ip_address("2001:db8::53").packed
 START = time.monotonic()
 
 
@@ -91,16 +94,23 @@ def question(message: bytes) -> tuple[str, int]:
     return ".".join(labels), kind
 
 
-def nxdomain(message: bytes) -> bytes:
-    """The answer "no such name" to a query, its question echoed (so the client stops asking)."""
+def answer(message: bytes) -> bytes:
+    """The reply to a query, its question echoed: an A query gets 192.0.2.53 and an AAAA query
+    2001:db8::53 (documentation addresses, routed to loopback here, where the packet socket
+    sees the connect that follows); any other type "no such name"."""
     if len(message) < 12:
         return b""
-    flags = struct.unpack("!H", message[2:4])[0]
-    reply_flags = 0x8000 | (flags & 0x7900) | 0x0080 | 3  # QR, opcode+RD kept, RA, NXDOMAIN
+    flags = struct.unpack("!H", message[2:4])[0] & 0x7900  # the query's opcode and RD kept
     end = 12
     while end < len(message) and message[end]:
         end += 1 + message[end]
-    return message[:2] + struct.pack("!HHHHH", reply_flags, 1, 0, 0, 0) + message[12 : end + 5]
+    asked = message[12 : end + 5]
+    address = {1: ANSWER_V4, 28: ANSWER_V6}.get(question(message)[1])
+    if address is None:  # QR, RA, NXDOMAIN
+        return message[:2] + struct.pack("!HHHHH", 0x8083 | flags, 1, 0, 0, 0) + asked
+    record = struct.pack("!HHHIH", 0xC00C, 1 if len(address) == 4 else 28, 1, 60, len(address))
+    return (message[:2] + struct.pack("!HHHHH", 0x8080 | flags, 1, 1, 0, 0) + asked + record
+            + address)
 
 
 class Watch:
@@ -139,7 +149,7 @@ class Watch:
                     elif key.data == socket.SOCK_DGRAM:
                         message, peer = sock.recvfrom(4096)
                         self._query(message, "udp")
-                        sock.sendto(nxdomain(message), peer)
+                        sock.sendto(answer(message), peer)
                     else:
                         self._tcp_query(sock.accept()[0])
                 except OSError:
@@ -155,7 +165,7 @@ class Watch:
             size = struct.unpack("!H", conn.recv(2, socket.MSG_WAITALL))[0]
             message = conn.recv(size, socket.MSG_WAITALL)
             self._query(message, "tcp")
-            reply = nxdomain(message)
+            reply = answer(message)
             conn.sendall(struct.pack("!H", len(reply)) + reply)
 
     def _packet(self, frame: bytes, where: tuple[Any, ...]) -> None:
@@ -196,7 +206,7 @@ def outbound(packet: bytes) -> dict[str, Any] | None:
 def self_check(watch: Watch) -> dict[str, bool]:
     """A lookup through the C library, a datagram and a TCP connect to a documentation
     address: each must show up, or a job's would not either."""
-    with contextlib.suppress(OSError):  # NXDOMAIN, as answered
+    with contextlib.suppress(OSError):  # whether it was logged is what counts
         socket.getaddrinfo(PROBE_NAME, 443)
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         sock.sendto(b"probe", PROBE_ADDRESS)

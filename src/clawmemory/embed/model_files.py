@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from clawmemory.errors import ConfigError
+from clawmemory.quiet import quiet_dependencies
 
 __all__ = [
     "DEFAULT_FOLDER_NAME",
@@ -115,6 +116,7 @@ def export_default(target: Path) -> Path:
 def _export_graph(source: Path, graph: Path) -> None:
     import warnings
 
+    quiet_dependencies()  # before transformers imports huggingface_hub
     import torch
     from transformers import AutoModel
 
@@ -146,6 +148,7 @@ def _export_graph(source: Path, graph: Path) -> None:
 
 def _check_export(source: Path, folder: Path) -> None:
     """The exported folder must embed like sentence-transformers does, or it is not kept."""
+    quiet_dependencies()  # before sentence-transformers imports huggingface_hub
     import numpy as np
     from sentence_transformers import SentenceTransformer
 
@@ -163,6 +166,7 @@ def _check_export(source: Path, folder: Path) -> None:
 def download_default(target: Path) -> Path:
     """Fetch the hub's ONNX export of all-MiniLM-L6-v2 into ``target`` (only ever called when
     the user allowed downloads)."""
+    quiet_dependencies()  # the download the user allowed, without the hub's usage details
     try:
         from huggingface_hub import hf_hub_download
     except ImportError as exc:

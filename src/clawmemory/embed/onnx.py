@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from clawmemory.embed.base import as_unit_rows
 from clawmemory.errors import ConfigError, EmbeddingError
+from clawmemory.quiet import quiet_dependencies
 
 if TYPE_CHECKING:
     import numpy as np
@@ -181,6 +182,7 @@ class _Runtime:
     """An ONNX Runtime session and its tokenizers: everything loaded, nothing configurable."""
 
     def __init__(self, folder: ModelFolder, threads: int) -> None:
+        quiet_dependencies()  # ONNX Runtime reads its telemetry switch when it loads
         try:
             import numpy as np
             import onnxruntime as ort
@@ -190,7 +192,8 @@ class _Runtime:
                               f" {_INSTALL_HINT}") from exc
         self.np = np
         self.folder = folder
-        # No usage events, ever (a no-op on most builds; said in code so it stays so).
+        # Its usage events off too; this alone does not stop the native client from connecting,
+        # quiet_dependencies() above does (docs/dependencies.md#network-and-telemetry).
         ort.disable_telemetry_events()
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads

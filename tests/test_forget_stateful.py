@@ -204,3 +204,26 @@ def test_a_keyed_upsert_after_a_correction_keeps_the_chain(tmp_path: Path) -> No
         assert mem.recall("PIN", include_invalid=True, mode="keyword") == []
     data = b"".join(p.read_bytes() for p in tmp_path.glob("a.db*")).lower()
     assert b"zvqkkkk" not in data and b"zvqmmmm" not in data and b"zvqnnnn" not in data
+
+
+def test_the_reported_cli_sequence_forgets_every_version(tmp_path: Path) -> None:
+    """Issue 22's report, word for word on the command line: add, correct, keyed add, forget,
+    then recall with invalidated memories; nothing is left, in recall or in the file."""
+    import subprocess
+    import sys
+
+    clawmem = Path(sys.executable).parent / "clawmem"
+    db = str(tmp_path / "pin.db")
+
+    def run(*args: str) -> str:
+        done = subprocess.run([str(clawmem), "--db", db, *args], capture_output=True,
+                              text=True, timeout=60, check=True)
+        return done.stdout
+
+    run("add", "My PIN is zvqbbbb", "--key", "pin")
+    run("correct", "pin", "My PIN is zvqcccc")
+    run("add", "My PIN is zvqdddd", "--key", "pin")
+    assert "with 1 other version(s)" in run("forget", "pin")
+    assert "zvq" not in run("recall", "PIN", "--include-invalid")
+    data = b"".join(p.read_bytes() for p in tmp_path.glob("pin.db*")).lower()
+    assert b"zvq" not in data

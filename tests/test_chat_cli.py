@@ -165,3 +165,71 @@ def test_start_hatches_only_an_agent_without_an_identity(
     identity = json.loads(clawmem(tmp_path, "--json", "get", "soul:identity").stdout)
     assert identity["content"] == "I am Rex"
     assert len(openai_server.requests) == 2
+
+
+def _three_earlier_sessions(tmp_path: Path, server: ScriptedLLMServer) -> None:
+    """Sessions s1-s3 with a turn each, none consolidated yet (pending)."""
+    server.script([], then=text("Noted."))
+    for session in ("s1", "s2", "s3"):
+        done = clawmem(tmp_path, "chat", "-m", f"note from {session}", "-s", session,
+                       server=server, CLAWMEM_AGENT__CONSOLIDATE_ON_SWITCH="false")
+        assert done.returncode == 0, done.stderr
+
+
+def _consolidate_runs(tmp_path: Path) -> list[dict[str, object]]:
+    done = clawmem(tmp_path, "--json", "runs", "--job", "consolidate")
+    runs: list[dict[str, object]] = json.loads(done.stdout)["runs"]
+    return runs
+
+
+def test_an_unreachable_model_fails_the_turn_once_and_tries_no_consolidation(
+    openai_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    # Issue 22: the turn then retried the consolidation of every earlier session (12-17 s)
+    # and printed each failure two or three times.
+    _three_earlier_sessions(tmp_path, openai_server)
+    down = openai_server.env(CLAWMEM_LLM__BASE_URL="http://127.0.0.1:9/v1")  # nothing listens
+    failed = clawmem(tmp_path, "chat", "-m", "hello", "-s", "s4", server=openai_server, **down)
+    assert failed.returncode == 3 and failed.stdout == ""
+    assert "is unreachable after 3 attempts" in one_error_line(failed)
+    assert _consolidate_runs(tmp_path) == []  # none tried: s1-s3 stay pending
+
+
+def test_a_model_lost_after_the_answer_is_met_once_and_said_in_one_line(
+    openai_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    _three_earlier_sessions(tmp_path, openai_server)
+    openai_server.script([text("Hello again."), slow(3.0, text("[]"))])  # s1's times out
+    done = clawmem(tmp_path, "chat", "-m", "hello", "-s", "s4", server=openai_server,
+                   CLAWMEM_LLM__TIMEOUT_S="0.5")
+    assert (done.returncode, done.stdout) == (0, "Hello again.\n")
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("warning: openai LLM at ") and "timed out after 0.5 s" in line
+    assert line.endswith("(recorded: clawmem runs --job consolidate); consolidation of s2, s3"
+                         " not tried: the model is unavailable (still pending: a later session"
+                         " switch or `clawmem maintain consolidate` takes them)")
+    assert len(openai_server.requests) == 3 + 2  # the seeding, the answer, s1's one try
+    (run,) = _consolidate_runs(tmp_path)
+    assert run["outcome"] == "failed"
+
+
+def test_in_the_loop_an_unreachable_model_is_one_line_per_turn(
+    openai_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    _three_earlier_sessions(tmp_path, openai_server)
+    down = openai_server.env(CLAWMEM_LLM__BASE_URL="http://127.0.0.1:9/v1")
+    done = clawmem(tmp_path, "chat", "-s", "s4", server=openai_server,
+                   stdin="hello\n/session s5\n/exit\n", **down)
+    assert done.returncode == 0 and done.stdout == ""
+    lines = [line for line in done.stderr.splitlines() if line != "session s5"]
+    assert len(lines) == 2, done.stderr
+    assert lines[0].startswith("error: ") and "is unreachable" in lines[0]
+    # The switch is a new turn: s4's summary meets the model once; then none of the sessions
+    # queued since the first turn (s1-s3 when s4 began, s4 when it ended) is tried.
+    assert lines[1].startswith("warning: session s4: summary at session end failed: ")
+    assert lines[1].count("is unreachable after 3 attempts") == 1
+    assert lines[1].endswith("; consolidation of s1, s2, s3, s4 not tried: the model is"
+                             " unavailable (still"
+                             " pending: a later session switch or `clawmem maintain"
+                             " consolidate` takes them)")
+    assert _consolidate_runs(tmp_path) == []

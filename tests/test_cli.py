@@ -355,6 +355,10 @@ BAD_INPUT: dict[str, Bad] = {
     "unknown backend": Bad(("--backend", "bogus", "list"), 2, "--backend"),
     "unknown backend, env": Bad(("list",), 2, "CLAWMEM_BACKEND",
                                 env={"CLAWMEM_BACKEND": "bogus"}),
+    "unknown backend, config file": Bad(("list",), 2, "invalid setting backend .*: unknown"
+                                        " backend 'sqlite3'; use one of: sqlite, memory,"
+                                        " json, postgres, none",
+                                        env={"CLAWMEM_CONFIG": "backend.toml"}),
     "unknown export format": Bad(("export", "--format", "xml"), 2, "--format"),
     "export to a bad path": Bad(("export", "--out", "no/such/dir/x.json"), 2, "cannot write"),
     "malformed config file": Bad(("list",), 2, "cannot read config file",
@@ -373,6 +377,7 @@ BAD_INPUT: dict[str, Bad] = {
 
 def _prepare(workdir: Path) -> None:
     (workdir / "bad.toml").write_text("this is = = not toml\n")
+    (workdir / "backend.toml").write_text('backend = "sqlite3"\n')
     (workdir / "binary.json").write_bytes(b"\xff\xfe\x00garbage")
     (workdir / "corrupt.json").write_text('{"entries": [\n')
     (workdir / "half.json").write_text(json.dumps(

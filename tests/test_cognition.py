@@ -32,7 +32,7 @@ from clawmemory.llm.prompts import CONSOLIDATION_SYSTEM, SUMMARY_SYSTEM, SYNTHES
 from clawmemory.maintenance import JobContext, run_job
 from clawmemory.store.sqlite import SQLiteStore
 from conftest import DAY, Clock
-from llm_servers import ScriptedLLMServer, http_error, prompt_text, raw, text
+from llm_servers import ScriptedLLMServer, http_error, prompt_text, raw, slow, text
 from test_forget_for_real import file_bytes
 
 MakeMem = Callable[..., Memory]
@@ -357,6 +357,24 @@ def test_a_malformed_consolidation_answer_fails_the_run_and_writes_nothing(
     assert "sessions failed: s1" in run.message
     assert run.counts["llm_calls"] == 2
     assert mem.count(kind="fact") == 0 and pending_sessions(mem) == ["s1"]
+
+
+def test_an_unavailable_model_stops_the_nightly_run_at_the_first_session(
+    openai_server: ScriptedLLMServer, make_mem: MakeMem, clock: Clock
+) -> None:
+    # Each further session would wait out the same timeout (issue 22): they are not tried and
+    # stay pending; a model that answers badly is still no reason to skip the others.
+    mem = make_mem(openai_server, llm={"timeout_s": 0.5}, consolidation={"min_idle_s": 0})
+    for session in ("s1", "s2", "s3"):
+        episodes(mem, session, [("user", f"a note of {session}")], clock)
+    openai_server.script([slow(3.0, text("[]"))])
+
+    run = run_job(mem, "consolidate", JobContext.from_settings(mem.settings))
+
+    assert run.outcome == "failed" and "timed out after 0.5 s" in run.message
+    assert "(sessions failed: s1; not tried: s2, s3;" in run.message
+    assert len(openai_server.requests) == 1
+    assert pending_sessions(mem) == ["s1", "s2", "s3"]
 
 
 def test_forgetting_an_episode_forgets_the_facts_consolidated_from_it_byte_for_byte(

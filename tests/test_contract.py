@@ -14,11 +14,20 @@ from typing import Any
 import apsw
 import pytest
 
-from clawmemory import Filter, ImportFormatError, InvalidInputError, Memory, MemoryRecord
+from clawmemory import Filter, ImportFormatError, InvalidInputError, Memory, MemoryRecord, Settings
 from clawmemory.errors import NotFoundError
 from clawmemory.store.base import ORDERS, Store
 from clawmemory.store.jsonfile import JSONFileStore
-from conftest import BACKENDS, DAY, EMBEDDINGS, START, Backend, Clock, backend_params
+from conftest import (
+    BACKENDS,
+    DAY,
+    EMBEDDINGS,
+    START,
+    Backend,
+    Clock,
+    backend_params,
+    memory_on,
+)
 
 
 @pytest.fixture(params=EMBEDDINGS)
@@ -647,12 +656,38 @@ def test_link_unlink_neighbors(mem: Memory, store: Store) -> None:
     by_end = store.links("default", [a])[a]
     assert [(lk.other_id, lk.strength, lk.origin) for lk in by_end] == [
         (c, 5.0, "synthesis"), (b, 1.0, "manual")]
-    assert mem.link("proj", "py", strength=2.5)  # linking again strengthens
-    assert {lk.other_id: lk.strength for lk in store.links("default", [b])[b]} == {a: 3.5}
+    assert mem.link("proj", "py", strength=2.5)  # linking again keeps the larger strength
+    assert {lk.other_id: lk.strength for lk in store.links("default", [b])[b]} == {a: 2.5}
+    assert mem.link("proj", "py") and mem.link("py", "proj", strength=2.5)  # idempotent
+    assert [(lk.other_id, lk.strength, lk.origin) for lk in store.links("default", [b])[b]] == [
+        (a, 2.5, "manual")]
     assert mem.unlink("proj", "py")
     assert not mem.unlink("proj", "py")
     assert [r.id for r in mem.neighbors(b)] == []
     assert [r.id for r in mem.neighbors(a)] == [c]
+
+
+def test_co_recall_still_grows_a_link_that_manual_links_leave_alone(
+        store: Store, settings: Settings, clock: Clock, embedder: Any) -> None:
+    # A repeated manual link is idempotent (issue 22: it added up); co-recall, which strengthens
+    # a pair each time the two are recalled together, must keep adding.
+    co = settings.model_copy(update={"recall": settings.recall.model_copy(update={
+        "co_recall": True, "co_recall_increment": 0.25})})
+    mem = memory_on(store, co, clock, embedder)
+    a = mem.store("solar panel inverter fault")
+    b = mem.store("solar panel warranty claim")
+
+    def strength() -> list[float]:
+        return [lk.strength for lk in store.links("default", [a])[a]]
+
+    mem.recall("solar panel", mode="keyword", limit=2)
+    assert strength() == [0.25]
+    mem.recall("solar panel", mode="keyword", limit=2)
+    assert strength() == [0.5]
+    assert mem.link(a, b, strength=0.25) and strength() == [0.5]  # never weakens it
+    assert mem.link(a, b, strength=2.0) and strength() == [2.0]
+    mem.recall("solar panel", mode="keyword", limit=2)
+    assert strength() == [2.25]
 
 
 def test_link_is_false_when_either_end_is_missing(mem: Memory, store: Store) -> None:

@@ -178,3 +178,62 @@ def test_beyond_loopback_only_with_keys(cli: Any, tmp_path: Path) -> None:
         with serving(mem, loopback=False) as url:
             keys.revoke(keys.list()[0].id)
             assert httpx.get(f"{url}/v1/stats").status_code == 401
+
+
+def _run(db: Path, *args: str, url: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``clawmem`` as a real process (the exit code and stderr a user sees)."""
+    where = ["--url", url] if url else ["--db", str(db)]
+    return subprocess.run([sys.executable, "-c", MAIN, *where, *args], capture_output=True,
+                          text=True, timeout=120, check=False, env={**os.environ, **QUICK})
+
+
+def test_the_first_key_says_what_it_locks_and_how_to_get_back_in(tmp_path: Path) -> None:
+    db = tmp_path / "k.db"
+    first = _run(db, "keys", "create", "--namespace", "alice")
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.strip().splitlines()[-1].startswith("cmk_")  # stdout: still the key
+    assert first.stderr.startswith("note: this is the first active API key of this database.")
+    assert "a key reaches only its own namespaces (this one: alice)" in first.stderr
+    assert "'default' and every other namespace no key is bound to are now out of reach" in (
+        first.stderr)
+    hint = "clawmem keys create --namespace default --role write"
+    assert hint in first.stderr and "clawmem keys list" in first.stderr
+    docs = (Path(__file__).parents[1] / "docs" / "rest.md").read_text(encoding="utf-8")
+    assert f"```text\n{first.stderr}```" in docs  # the note as rest.md shows it
+    # A second key changes nothing that was open: it says nothing.
+    assert _run(db, "keys", "create", "--namespace", "bob").stderr == ""
+    # The way back in that the note gives works: its key reaches 'default' through a server.
+    back = _run(db, *hint.split()[1:])
+    assert back.returncode == 0 and back.stderr == ""
+    with Memory.open(db, settings=Settings(embedder={"provider": "none"})) as mem:
+        mem.store("kept in default")
+        with serving(mem) as url:
+            assert httpx.get(f"{url}/v1/stats").status_code == 401  # what the note says
+            auth = {"Authorization": f"Bearer {back.stdout.strip().splitlines()[-1]}"}
+            assert httpx.get(f"{url}/v1/stats", headers=auth).json()["total"] == 1
+        keys = Keys(key_store_for(mem.store_backend))
+        for k in keys.list():
+            keys.revoke(k.id)
+    # With every key revoked the next one is the first again; one bound to 'default' needs no
+    # way back into it.
+    again = _run(db, "keys", "create", "--namespace", "default", "--namespace", "ops")
+    assert "this one: default, ops" in again.stderr and hint not in again.stderr
+
+
+def test_the_remote_cli_exits_2_on_401_and_403(tmp_path: Path) -> None:
+    # docs/cli.md: a server's 401/403 is a usage error (exit 2), not a failure (3).
+    with Memory.open(tmp_path / "k.db", settings=Settings(embedder={"provider": "none"})) as mem:
+        mem.store("kept", key="k")
+        keys = Keys(key_store_for(mem.store_backend))
+        _, reader = keys.create(["default"], "read")
+        with serving(mem) as url:
+            for args, words in ((("get", "k"), "this server needs an API key"),
+                                (("--api-key", "cmk_000000000000_x", "get", "k"),
+                                 "the API key is unknown, malformed or revoked"),
+                                (("--api-key", reader, "add", "x"), "needs a key with the write"
+                                                                    " role; this key has read")):
+                refused = _run(tmp_path, *args, url=url)
+                assert (refused.returncode, refused.stdout) == (2, ""), refused.stderr
+                assert refused.stderr.startswith("error: ") and words in refused.stderr
+                assert "Traceback" not in refused.stderr
+            assert _run(tmp_path, "--api-key", reader, "get", "k", url=url).returncode == 0

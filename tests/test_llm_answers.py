@@ -189,3 +189,13 @@ def test_make_llm_puts_the_cache_in_front_when_configured(
         assert llm.chat(ASK).text == "once"
     assert len(openai_server.requests) == 1 and path.exists()
     assert not isinstance(make_llm(openai_server.settings()), CachedLLM)  # off by default (000)
+
+
+def test_cache_takes_a_str_path_as_well_as_a_path(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # A str path crashed on the first put (str has no .stat); "~" is the user's home as in
+    # every other path setting.
+    ResponseCache(str(tmp_path / "c.json")).put("m", "sys", "hello", "hi")
+    assert ResponseCache(tmp_path / "c.json").get("m", "sys", "hello") == "hi"
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert ResponseCache("~/c.json").get("m", "sys", "hello") == "hi"

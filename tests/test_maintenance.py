@@ -30,6 +30,7 @@ from clawmemory.maintenance import (
     Scheduler,
     crontab_trigger,
     no_llm,
+    preview_all,
     preview_job,
     run_all,
     run_job,
@@ -106,14 +107,35 @@ def test_run_all_runs_every_job_in_table_order(mem: Memory) -> None:
     assert [r.job for r in mem.store_backend.runs(mem.namespace, 10)] == list(reversed(list(JOBS)))
 
 
-def test_enrichment_without_spacy_or_llm_is_skipped(mem: Memory) -> None:
-    from clawmemory.entities.spacy_provider import DEFAULT_SPACY_MODEL, spacy_available
+def test_enrichment_without_an_llm_says_what_spacy_lacks(mem: Memory) -> None:
+    # It said "spaCy is not installed" also where only spaCy's model was missing (issue 22).
+    from clawmemory.entities.spacy_provider import spacy_missing
 
-    if spacy_available(DEFAULT_SPACY_MODEL):
-        pytest.skip("spaCy is installed here: enrichment can run")
+    missing = spacy_missing()
+    if missing is None:
+        pytest.skip("spaCy and its model are installed here: enrichment can run")
     run = run_job(mem, "enrich")
     assert run.outcome == "skipped"
-    assert run.message == no_llm(" and spaCy is not installed")
+    assert run.message == (f"skipped: no LLM configured and {missing[0]} (set [llm] provider in"
+                           " the config file or CLAWMEM_LLM__PROVIDER; see docs/llm.md; or"
+                           f" {missing[1]})")
+
+
+def test_spacy_missing_tells_spacy_from_its_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from clawmemory.entities.spacy_provider import spacy_available, spacy_missing
+
+    if importlib.util.find_spec("spacy") is None:
+        pytest.skip("spaCy is not installed here")
+    assert spacy_missing("clawmem_no_such_model") == (
+        "spaCy is installed but its model clawmem_no_such_model is not",
+        "python -m spacy download clawmem_no_such_model")
+    assert not spacy_available("clawmem_no_such_model")
+    monkeypatch.setitem(sys.modules, "spacy", None)  # what find_spec sees without spaCy
+    assert spacy_missing("en_core_web_sm") == (
+        "spaCy is not installed",
+        "pip install 'clawmemory[spacy]' && python -m spacy download en_core_web_sm")
 
 
 def with_llm(mem: Memory, server: ScriptedLLMServer, **llm: Any) -> Memory:
@@ -213,18 +235,39 @@ def test_a_decay_preview_as_a_dict(mem: Memory, clock: Clock) -> None:
 
 
 
-@pytest.mark.parametrize("name", ["consolidate", "reflect"])
+@pytest.mark.parametrize(("name", "work"), [
+    ("consolidate", "extract the facts of finished sessions"),
+    ("reflect", "write the week's reflection from its facts and episodes")])
 def test_an_llm_job_preview_is_skipped_and_says_why(
-    mem: Memory, anthropic_server: ScriptedLLMServer, name: str
+    mem: Memory, anthropic_server: ScriptedLLMServer, name: str, work: str
 ) -> None:
-    # Pins the two skips of an LLM job's preview: no LLM, or an LLM (never asked by a preview).
+    # Pins the skips of an LLM job's preview: no LLM (with the fix, as a run says), or an LLM
+    # (what a run would ask it; a preview never does), from the settings when no context is
+    # given: it said "no LLM configured" with one configured (issue 22).
     alone = preview_job(mem, name)
-    assert (alone.outcome, alone.counts, alone.message) == (
-        "skipped", {}, "skipped: no LLM configured")
+    assert (alone.outcome, alone.counts, alone.message) == ("skipped", {}, no_llm())
+    said = (f"skipped: not previewed: a run would ask the configured LLM (scripted-model) to"
+            f" {work}; what it changes depends on the answers, so a preview does not call it")
     asked = preview_job(mem, name, JobContext(llm=anthropic_server.llm()))
-    assert (asked.outcome, asked.message) == (
-        "skipped", "skipped: an LLM step cannot be previewed; a run asks the model")
+    assert (asked.outcome, asked.message) == ("skipped", said)
+    configured = preview_job(with_llm(mem, anthropic_server), name)
+    assert (configured.outcome, configured.message) == ("skipped", said)
+    bare = preview_job(mem, name, JobContext(llm=anthropic_server.llm(), steps={}))
+    assert bare.message == f"skipped: no {name} step is installed for the configured LLM"
     assert anthropic_server.requests == []
+
+
+def test_a_preview_with_a_misconfigured_llm_fails_as_a_run_would(mem: Memory) -> None:
+    broken = mem.settings.model_copy(update={"llm": LLMSettings(
+        provider="openai", base_url="http://127.0.0.1:9/v1")})  # no model named
+    view = Memory(mem.store_backend, broken, namespace=mem.namespace, clock=mem.clock)
+    previews = {p.job: p for p in preview_all(view)}
+    run = run_job(view, "consolidate")
+    assert (previews["consolidate"].outcome, previews["consolidate"].message) == (
+        run.outcome, run.message) == ("failed", run.message)
+    assert "[llm] model is not set" in run.message
+    assert previews["decay"].outcome == "ok"  # the other jobs are still previewed
+
 
 def test_a_repair_preview_counts_the_queued_vectors(mem: Memory) -> None:
     # Pins the repair preview's one count, by name.
@@ -650,6 +693,47 @@ def test_cli_maintain_uses_the_llm_from_the_environment(
         "enriched": 1, "entity_links": 1, "llm_calls": 1, "prompt_tokens": 90,
         "completion_tokens": 9})
     assert llm_server.bodies[0]["model"] == "scripted-model"
+
+
+def test_cli_dry_run_uses_the_llm_from_the_environment(
+    tmp_path: Path, llm_server: ScriptedLLMServer
+) -> None:
+    # `maintain --dry-run` said "no LLM configured" with one configured (issue 22): the preview
+    # now reads [llm] as a run does, says what a run would ask it, and asks it nothing.
+    db = str(tmp_path / "cli.db")
+    assert clawmem("--db", db, "add", "we met the quiet cartographer", "--kind", "fact"
+                   ).returncode == 0
+    done = clawmem("--db", db, "--json", "maintain", "--dry-run", env=llm_server.env())
+    assert done.returncode == 0, done.stderr
+    previews = {p["job"]: p for p in json.loads(done.stdout)["previews"]}
+    assert "no LLM configured" not in done.stdout
+    assert (previews["enrich"]["outcome"], previews["enrich"]["counts"]) == (
+        "ok", {"enriched": 1})  # the LLM is the accurate NER here
+    assert previews["consolidate"]["message"].startswith(
+        "skipped: not previewed: a run would ask the configured LLM (scripted-model) to"
+        " extract the facts of finished sessions")
+    table = clawmem("--db", db, "maintain", "--dry-run", env=llm_server.env())
+    assert "no LLM configured" not in table.stdout and "scripted-model" in table.stdout
+    assert llm_server.requests == []
+
+
+def test_the_inspector_preview_uses_the_configured_llm(
+    mem: Memory, openai_server: ScriptedLLMServer
+) -> None:
+    # The inspector's "Preview" button takes the same path as `maintain --dry-run`.
+    import httpx
+
+    from rest_server import serving
+
+    configured = with_llm(mem, openai_server)
+    configured.store("we met the quiet cartographer", kind="fact")
+    with serving(configured) as url:
+        page = httpx.post(f"{url}/maintenance", content="job=all&dry_run=1",
+                          headers={"Content-Type": "application/x-www-form-urlencoded"})
+    assert page.status_code == 200
+    assert "no LLM configured" not in page.text
+    assert "a run would ask the configured LLM (scripted-model)" in page.text
+    assert openai_server.requests == []
 
 
 def test_cli_a_failing_provider_is_one_line_and_exit_3(

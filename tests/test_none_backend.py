@@ -2,7 +2,7 @@
 
 Documented behaviour: every operation succeeds and keeps nothing. Writes are discarded,
 reads are empty, counts are zero, links fail (False). The factory falls back to it, with a
-warning, when the configured backend is unknown or cannot be loaded.
+warning, when the configured backend cannot be loaded; an unknown backend name is refused.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from clawmemory import Filter, Memory, MemoryRecord, NotFoundError, Settings
+from clawmemory import ConfigError, Filter, Memory, MemoryRecord, NotFoundError, Settings
 from clawmemory.store.base import Store
 from clawmemory.store.factory import open_store
 from clawmemory.store.none import NoneStore
@@ -99,19 +99,25 @@ def test_export_is_empty_and_import_keeps_nothing(none_mem: Memory) -> None:
     assert none_mem.count(include_invalid=True) == 0
 
 
+VALID = "use one of: sqlite, memory, json, postgres, none"
+
+
 @pytest.mark.parametrize("name", ["bogus", "postgre", "SQLite3", ""])
-def test_factory_falls_back_to_none_with_a_warning(
-    name: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    settings = Settings(backend=name, db=tmp_path / "memory.db")
-    with caplog.at_level(logging.WARNING, logger="clawmemory"):
-        store = open_store(settings)
-    assert isinstance(store, NoneStore)
-    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
-    assert len(warnings) == 1
-    assert repr(name.lower()) in warnings[0].getMessage()
-    assert "none" in warnings[0].getMessage()
+def test_an_unknown_backend_is_refused_and_creates_nothing(name: str, tmp_path: Path) -> None:
+    # It fell back to none with a warning here while the CLI refused it (issue 22): every
+    # memory written meanwhile was lost. Now Settings and the factory (for settings copied
+    # without validation) refuse it alike, naming the valid ones.
+    with pytest.raises(ConfigError, match=f"invalid setting backend: unknown backend "
+                                          f"{name!r}; {VALID}"):
+        Settings(backend=name, db=tmp_path / "memory.db")
+    unchecked = Settings(db=tmp_path / "memory.db").model_copy(update={"backend": name})
+    with pytest.raises(ConfigError, match=f"unknown backend {name!r}; {VALID}"):
+        open_store(unchecked)
     assert list(tmp_path.iterdir()) == []  # nothing was created
+
+
+def test_a_backend_name_is_taken_in_any_case() -> None:
+    assert Settings(backend=" SQLite ").backend == "sqlite"
 
 
 def test_factory_opens_none_silently_when_asked(caplog: pytest.LogCaptureFixture) -> None:
@@ -121,13 +127,16 @@ def test_factory_opens_none_silently_when_asked(caplog: pytest.LogCaptureFixture
     assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 
-def test_memory_open_with_an_unknown_backend_still_works(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+def test_memory_open_with_an_unknown_backend_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="clawmemory"):
-        mem = Memory.open(tmp_path / "x.db", backend="nonexistent")
-    with mem:
-        assert mem.store_backend.backend == "none"
-        mem.store("the agent keeps working")
-        assert mem.recall("agent") == []
-    assert any("nonexistent" in r.getMessage() for r in caplog.records)
+    with pytest.raises(ConfigError, match=f"unknown backend 'nonexistent'; {VALID}"):
+        Memory.open(tmp_path / "x.db", backend="nonexistent")
+    with pytest.raises(ConfigError, match="unknown backend 'nonexistent'"):
+        Memory.open(tmp_path / "x.db", backend="nonexistent", settings=Settings())
+    config = tmp_path / "config.toml"
+    config.write_text('backend = "sqlite3"\n', encoding="utf-8")
+    monkeypatch.setenv("CLAWMEM_CONFIG", str(config))
+    with pytest.raises(ConfigError, match=f"unknown backend 'sqlite3'; {VALID}"):
+        Memory.open(tmp_path / "x.db")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.toml"]

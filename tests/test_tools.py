@@ -393,9 +393,16 @@ def test_ptrclaw_forget_cleans_links(seeded: Memory) -> None:
 
 
 def test_ptrclaw_link_and_unlink(seeded: Memory) -> None:
-    ok(seeded, "ptrclaw", "memory_link", {"action": "link", "from": "hmac-rule",
-                                          "to": "alice-apollo"})
+    first = ok(seeded, "ptrclaw", "memory_link", {"action": "link", "from": "hmac-rule",
+                                                  "to": "alice-apollo"})
+    assert first.data["changed"] is True and first.text == "Linked hmac-rule <-> alice-apollo."
     assert [n.key for n in seeded.neighbors("hmac-rule")] == ["alice-apollo"]
+    # Linking a linked pair again changes nothing: its strength stays (it added up, issue 22).
+    twice = ok(seeded, "ptrclaw", "memory_link", {"action": "link", "from": "alice-apollo",
+                                                  "to": "hmac-rule"})
+    assert twice.data["changed"] is False
+    assert twice.text == "alice-apollo and hmac-rule were already linked."
+    assert [lk.strength for lk in seeded.links("hmac-rule")] == [1.0]
     r = ok(seeded, "ptrclaw", "memory_link", {"action": "unlink", "from": "alice-apollo",
                                               "to": "hmac-rule"})
     assert r.data["changed"] is True and seeded.neighbors("hmac-rule") == []

@@ -58,6 +58,7 @@ __all__ = [
     "Settings",
     "StorageSettings",
     "TimeSettings",
+    "check_backend",
     "default_home",
     "load_settings",
 ]
@@ -544,6 +545,13 @@ class Settings(BaseSettings):
             return value
         return Path(value)
 
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, value: str) -> str:
+        """A misspelt backend is refused wherever it comes from (file, environment, API): a
+        silent fallback to ``none`` would lose every memory written meanwhile."""
+        return check_backend(value)
+
     @model_validator(mode="after")
     def _backend_matches_address(self) -> Settings:
         is_url = isinstance(self.db, str) and bool(URL_SCHEME.match(self.db))
@@ -593,6 +601,15 @@ class Settings(BaseSettings):
 
 
 URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def check_backend(name: object) -> str:
+    """The backend's name in lower case; ValueError naming the valid ones for any other."""
+    chosen = str(name).strip().lower()
+    if chosen not in {b.value for b in Backend}:
+        raise ValueError(f"unknown backend {name!r}; use one of: "
+                         f"{', '.join(b.value for b in Backend)}")
+    return chosen
 
 
 def config_path() -> Path:

@@ -92,7 +92,9 @@ class ServiceMixin:
     # --- graph (000) ---------------------------------------------------------------------------
     def link(self, a: str, b: str, *, strength: float = 1.0, origin: str = "manual") -> bool:
         """Link two memories (by id or key) both ways. False if either does not exist.
-        ``strength``: greater than 0, at most 1,000; linking again adds to it."""
+        ``strength``: greater than 0, at most 1,000. Linking a linked pair again keeps the
+        larger strength, so a repeated link changes nothing and never weakens a link that
+        co-recall has grown (to lower it: ``unlink``, then ``link``)."""
         strength = check_strength(strength)
         label = check_label(origin, "origin")
         if label is None:
@@ -102,7 +104,7 @@ class ServiceMixin:
         if ra is None or rb is None:
             return False
         return self.store_backend.link(
-            self.namespace, ra.id, rb.id, strength=strength, origin=label
+            self.namespace, ra.id, rb.id, strength=strength, origin=label, accumulate=False
         )
 
     def unlink(self, a: str, b: str) -> bool:

@@ -14,7 +14,8 @@ so callers catch one family and interfaces (CLI, MCP, REST) render one clear lin
     ├── AuthenticationError     a server wants an API key and none, or no valid one, was given
     ├── AccessDeniedError       the API key may not do this (its role or its namespaces)
     └── LLMError                the LLM provider failed
-        └── LLMNotConfiguredError   a step needs an LLM and none is configured
+        ├── LLMNotConfiguredError   a step needs an LLM and none is configured
+        └── LLMUnavailableError     the provider cannot be reached, or did not answer in time
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ __all__ = [
     "InvalidInputError",
     "LLMError",
     "LLMNotConfiguredError",
+    "LLMUnavailableError",
     "NotFoundError",
     "SchemaError",
     "StorageError",
@@ -93,3 +95,9 @@ class LLMError(ClawMemoryError):
 
 class LLMNotConfiguredError(LLMError):
     """A step needs an LLM and none is configured; the step is skipped."""
+
+
+class LLMUnavailableError(LLMError):
+    """The provider could not be reached (connection refused, unknown host, connect timeout)
+    or did not answer within its timeout, after the retries. The next call would most likely
+    wait as long and fail the same way, so a caller with more calls to make stops instead."""

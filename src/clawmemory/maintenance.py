@@ -127,6 +127,18 @@ def no_llm(reason: str = "") -> str:
     return f"{NO_LLM}{reason} ({NO_LLM_HINT})"
 
 
+def _no_accurate_ner() -> str:
+    """Why enrichment is skipped: no LLM, and what spaCy lacks (spaCy itself or only its
+    model), with both fixes."""
+    from clawmemory.entities.spacy_provider import spacy_missing
+
+    missing = spacy_missing()
+    if missing is None:  # not reached: an installed spaCy joins the accurate pipeline
+        return no_llm()
+    what, fix = missing
+    return f"{NO_LLM} and {what} ({NO_LLM_HINT}; or {fix})"
+
+
 def _usable_llm(ctx: JobContext) -> LLM | None:
     """The context's LLM; a misconfigured one fails the job with its fix."""
     if ctx.llm_problem is not None:
@@ -185,7 +197,7 @@ def _enrich_candidates(mem: Memory, ctx: JobContext) -> tuple[Any, Any, list[Mem
         raise Skipped("skipped: entities are off for this store")
     accurate = make_pipeline("accurate", llm=_usable_llm(ctx))
     if not accurate_extra(accurate):
-        raise Skipped(no_llm(" and spaCy is not installed"))
+        raise Skipped(_no_accurate_ner())
     index = layer[0]
     cfg = mem.settings.maintenance
     fresh = [r for r in lifecycle.scan(mem, Filter(kinds=ENRICH_KINDS))
@@ -335,27 +347,56 @@ def _context(mem: Memory, ctx: JobContext | None) -> Iterator[JobContext]:
 
 def preview_job(mem: Memory, name: str, ctx: JobContext | None = None) -> JobPreview:
     """What ``run_job`` would do now, memory by memory, without writing anything (no run is
-    recorded). An LLM job is never run for a preview: what it does depends on the model's
-    answers, so it says so. A job that fails raises its error."""
+    recorded). ``ctx`` None: the context the settings describe (their ``[llm]``), as for a
+    run. An LLM job is never run for a preview: what it does depends on the model's answers,
+    so it says which model a run would ask. A misconfigured LLM is the ``failed`` outcome a
+    run would record, with its fix."""
     chosen = find_job(name)
-    context = ctx or JobContext()
+    with _context(mem, ctx) as context:
+        return _preview(mem, chosen, context)
+
+
+def _preview(mem: Memory, chosen: Job, context: JobContext) -> JobPreview:
     report = lifecycle.Report()
     try:
-        if chosen.needs_llm and context.llm is None:
-            raise Skipped(NO_LLM)
+        if chosen.needs_llm:
+            raise Skipped(_llm_preview(chosen.name, context))
         if chosen.preview is None:
-            raise Skipped("skipped: an LLM step cannot be previewed; a run asks the model")
+            raise Skipped(f"skipped: {chosen.name} cannot be previewed")
         report = chosen.preview(mem, context)
         outcome, message = "ok", _summary(report.counts)
     except Skipped as exc:
         outcome, message = "skipped", str(exc)
+    except ConfigError as exc:  # the LLM the settings name cannot be built: a run fails so
+        outcome, message = "failed", str(exc)
     return JobPreview(mem.namespace, chosen.name, outcome, report.counts,
                       tuple(report.changes), message)
 
 
+_LLM_WORK = {  # what an LLM job asks the model to do (docs/llm.md)
+    "consolidate": "extract the facts of finished sessions",
+    "reflect": "write the week's reflection from its facts and episodes",
+}
+
+
+def _llm_preview(name: str, context: JobContext) -> str:
+    """The preview of an LLM job: why it would be skipped, or what a run would ask of which
+    model (a preview never calls it)."""
+    llm = _usable_llm(context)  # ConfigError: misconfigured
+    if llm is None:
+        return no_llm()
+    if name not in context.steps:
+        return f"skipped: no {name} step is installed for the configured LLM"
+    model = getattr(llm, "model", "") or "the configured model"
+    work = _LLM_WORK.get(name, f"run its {name} step")
+    return (f"skipped: not previewed: a run would ask the configured LLM ({model}) to {work};"
+            " what it changes depends on the answers, so a preview does not call it")
+
+
 def preview_all(mem: Memory, ctx: JobContext | None = None) -> list[JobPreview]:
-    """``preview_job`` for every job, in table order."""
-    return [preview_job(mem, name, ctx) for name in JOBS]
+    """``preview_job`` for every job, in table order (one LLM context for all of them)."""
+    with _context(mem, ctx) as context:
+        return [_preview(mem, job, context) for job in JOBS.values()]
 
 
 # --- scheduling ----------------------------------------------------------------------------------

@@ -14,7 +14,13 @@ manager's events:
 
 Consolidation runs in one background thread (it asks a model), each session as a recorded
 ``consolidate`` job run (``clawmem runs``), so a failure is recorded and seen: ``runs`` lists
-them, ``wait()`` blocks until the queue is done, and a failed run is also logged as a warning.
+them, ``wait()`` blocks until the queue is done, and a failed run is also logged as a warning
+(``log_failures=False``: only collected, for a caller that reports them itself).
+
+A model that cannot be reached (``LLMUnavailableError``: refused, unknown host, timed out) fails
+fast for the rest of the turn: once the answer, a session-end summary or a consolidation met it,
+the sessions still queued are not tried (each would wait out the same retries), they stay
+pending and are listed in ``untried``; the next turn (``process``, ``end``) tries again.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from clawmemory.agent.loop import Agent, AgentReply, agent_history
-from clawmemory.errors import ClawMemoryError
+from clawmemory.errors import ClawMemoryError, LLMUnavailableError
 from clawmemory.history import (
     SessionCompleted,
     SessionEvent,
@@ -41,6 +47,7 @@ from clawmemory.store.base import RunRecord
 
 if TYPE_CHECKING:
     from clawmemory.engine import Memory
+    from clawmemory.maintenance import JobContext
 
 __all__ = ["AgentSessions", "ConsolidationWorker"]
 
@@ -52,11 +59,15 @@ class ConsolidationWorker:
     thread, or (``background=False``) in the thread that calls ``wait``, after whatever it
     was doing (a command line answers first, then consolidates)."""
 
-    def __init__(self, mem: Memory, llm: LLM, *, background: bool = True) -> None:
+    def __init__(self, mem: Memory, llm: LLM, *, background: bool = True,
+                 log_failures: bool = True) -> None:
         self.mem = mem
         self.llm = llm
         self.background = background
+        self.log_failures = log_failures
         self.runs: list[RunRecord] = []
+        self.untried: list[str] = []  # dropped while the model was unavailable; still pending
+        self._down: LLMUnavailableError | None = None
         self._queue: queue.Queue[str | None] = queue.Queue()
         self._seen: set[str] = set()
         self._lock = threading.Lock()
@@ -83,11 +94,44 @@ class ConsolidationWorker:
                 self._queue.task_done()
         self._queue.task_done()
 
-    def _consolidate(self, session_id: str) -> None:
+    def hold(self, exc: LLMUnavailableError) -> None:
+        """The model is unavailable for the rest of this turn: queued sessions are not tried."""
+        self._down = exc
+
+    def reset(self) -> None:
+        """A new turn: the model may be back."""
+        self._down = None
+
+    def take_untried(self) -> list[str]:
+        """``untried`` since the last call, emptied."""
+        with self._lock:
+            untried, self.untried = self.untried, []
+        return untried
+
+    def _step(self, session_id: str) -> Callable[[Memory, JobContext], dict[str, int]]:
+        """The consolidate step for one session, holding the queue when the model is down."""
         from clawmemory.cognition.steps import consolidate_these
+
+        step = consolidate_these([session_id])
+
+        def consolidate(mem: Memory, ctx: JobContext) -> dict[str, int]:
+            try:
+                return step(mem, ctx)
+            except LLMUnavailableError as exc:
+                self.hold(exc)
+                raise
+
+        return consolidate
+
+    def _consolidate(self, session_id: str) -> None:
         from clawmemory.maintenance import JobContext, run_job
 
-        ctx = JobContext(llm=self.llm, steps={"consolidate": consolidate_these([session_id])})
+        if self._down is not None:
+            with self._lock:
+                self._seen.discard(session_id)  # still pending: a later switch tries again
+                self.untried.append(session_id)
+            return
+        ctx = JobContext(llm=self.llm, steps={"consolidate": self._step(session_id)})
         try:
             run = run_job(self.mem, "consolidate", ctx)
         except Exception:  # a bug: run_job recorded it; the worker must go on
@@ -99,7 +143,7 @@ class ConsolidationWorker:
             self.runs.append(run)
             if run.outcome == "failed":
                 self._seen.discard(session_id)  # a later switch may try again
-        if run.outcome == "failed":
+        if run.outcome == "failed" and self.log_failures:
             log.warning("consolidation of session %s failed: %s", session_id, run.message)
 
     def wait(self, timeout: float | None = None) -> bool:
@@ -137,15 +181,20 @@ class AgentSessions:
         channel: str = "agent",
         clock: Callable[[], float] = time.monotonic,
         background: bool = True,
+        log_failures: bool = True,
     ) -> None:
         """``channel``: the first part of each conversation's persistence key (001),
         ``<channel>:<session_id>:``. ``clock``: the idle clock (000 ``last_active``).
-        ``background=False``: consolidations wait for ``wait()`` and run in its thread."""
+        ``background=False``: consolidations wait for ``wait()`` and run in its thread.
+        ``log_failures=False``: failed consolidations and session-end summaries are only
+        collected (``runs``, ``problems``), not also logged: the caller says each once."""
         self.mem = mem
         self.llm = llm
         self.channel = channel
+        self.log_failures = log_failures
         self.history = agent_history(mem, llm)
-        self.worker = ConsolidationWorker(mem, llm, background=background)
+        self.worker = ConsolidationWorker(mem, llm, background=background,
+                                          log_failures=log_failures)
         self.problems: list[str] = []  # failures of session-end summaries, one line each
         self.manager: SessionManager[Agent] = SessionManager(self._new_agent, mem=mem,
                                                              clock=clock)
@@ -160,12 +209,19 @@ class AgentSessions:
         return self.manager.get(session_id)
 
     def process(self, session_id: str, text: str) -> AgentReply:
-        """Answer a message of a session (000: the session's agent processes it)."""
-        return self.agent(session_id).process(text)
+        """Answer a message of a session (000: the session's agent processes it). A model
+        that cannot be reached also holds this turn's consolidations (module docstring)."""
+        self.worker.reset()
+        try:
+            return self.agent(session_id).process(text)
+        except LLMUnavailableError as exc:
+            self.worker.hold(exc)
+            raise
 
     def end(self, session_id: str) -> bool:
         """End a session now (the user switched away): its summary is stored and it is queued
         for consolidation. False when no agent serves it."""
+        self.worker.reset()
         return self.manager.evict(session_id)
 
     def evict_idle(self, max_idle_s: float | None = None) -> list[str]:
@@ -182,6 +238,11 @@ class AgentSessions:
         """The consolidation runs done so far (each also recorded in the store)."""
         return list(self.worker.runs)
 
+    def take_untried(self) -> list[str]:
+        """The sessions not consolidated because the model was unavailable since the last
+        call (they stay pending), and forget them."""
+        return self.worker.take_untried()
+
     def _on_event(self, event: SessionEvent) -> None:
         consolidate = self.mem.settings.agent.consolidate_on_switch
         if isinstance(event, SessionEvicted) and isinstance(event.session, Agent):
@@ -196,8 +257,11 @@ class AgentSessions:
         try:
             agent.end()
         except ClawMemoryError as exc:
+            if isinstance(exc, LLMUnavailableError):
+                self.worker.hold(exc)
             line = f"session {agent.session_id}: summary at session end failed: {exc}"
-            log.warning("%s", line)
+            if self.log_failures:
+                log.warning("%s", line)
             self.problems.append(line)
         agent.close()
 

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from clawmemory.cognition.base import SOURCES, Refs, clip, day
 from clawmemory.config import ConsolidationSettings
-from clawmemory.errors import ClawMemoryError
+from clawmemory.errors import ClawMemoryError, LLMUnavailableError
 from clawmemory.llm.base import LLM, Message
 from clawmemory.llm.parse import ask_json
 from clawmemory.llm.prompts import (
@@ -245,21 +245,30 @@ def consolidate_session(
 
 
 def consolidate_sessions(mem: Memory, llm: LLM, session_ids: Sequence[str]) -> Consolidation:
-    """Consolidate each session in turn; one that fails stays pending and the others go on.
-    When any failed, an ``LLMError``/``ClawMemoryError`` is raised at the end naming them and
+    """Consolidate each session in turn; one that fails stays pending and the others go on,
+    unless the model is unavailable (``LLMUnavailableError``): then the rest are not tried,
+    since each would wait out the same retries and fail the same way. When any failed, an
+    ``LLMError``/``ClawMemoryError`` is raised at the end naming them, those not tried and
     what was done before, so the run is recorded as failed and the caller sees why."""
     done = Consolidation()
     first: ClawMemoryError | None = None
-    for sid in session_ids:
+    untried: list[str] = []
+    for n, sid in enumerate(session_ids):
         try:
             consolidate_session(mem, llm, sid, done)
         except ClawMemoryError as exc:
-            log.warning("consolidation of session %s failed: %s", sid, exc)
+            # Said once, by the caller, through the error raised below (with every session).
+            log.info("consolidation of session %s failed: %s", sid, exc)
             done.failed.append(sid)
             first = first or exc
+            if isinstance(exc, LLMUnavailableError):
+                untried = list(session_ids[n + 1:])
+                break
     if first is not None:
         summary = ", ".join(f"{k} {v}" for k, v in done.counts().items() if v)
-        raise type(first)(f"{first} (sessions failed: {', '.join(done.failed)}; {summary})")
+        skipped = f"; not tried: {', '.join(untried)}" if untried else ""
+        raise type(first)(f"{first} (sessions failed: {', '.join(done.failed)}{skipped};"
+                          f" {summary})")
     return done
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from clawmemory.entities.base import EntityType, Mention
 from clawmemory.errors import ConfigError
 
-__all__ = ["DEFAULT_SPACY_MODEL", "SpacyProvider", "spacy_available"]
+__all__ = ["DEFAULT_SPACY_MODEL", "SpacyProvider", "spacy_available", "spacy_missing"]
 
 DEFAULT_SPACY_MODEL = "en_core_web_sm"
 
@@ -41,9 +41,25 @@ def _install_hint(model: str) -> str:
 
 def spacy_available(model: str = DEFAULT_SPACY_MODEL) -> bool:
     """Whether spaCy and the model package are installed (nothing is imported)."""
+    return spacy_missing(model) is None
+
+
+def spacy_missing(model: str = DEFAULT_SPACY_MODEL) -> tuple[str, str] | None:
+    """What spaCy NER lacks here and the command that installs it, or None when spaCy and the
+    model are both installed (nothing is imported). spaCy without its model is the usual case
+    after ``pip install spacy``: "spaCy is not installed" would send the user to install what
+    they have."""
+    if not _installed("spacy"):
+        return "spaCy is not installed", _install_hint(model)
+    if not _installed(model):
+        return (f"spaCy is installed but its model {model} is not",
+                f"python -m spacy download {model}")
+    return None
+
+
+def _installed(package: str) -> bool:
     try:
-        return (importlib.util.find_spec("spacy") is not None
-                and importlib.util.find_spec(model) is not None)
+        return importlib.util.find_spec(package) is not None
     except (ImportError, ValueError):
         return False
 

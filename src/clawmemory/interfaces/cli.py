@@ -14,7 +14,7 @@ the error boundary. Exit codes:
     0   success
     1   not found (no memory with that id or key), or a confirmation was declined
     2   usage or input error: bad option, invalid content, unknown kind, bad --meta,
-        unreadable or malformed import file, invalid configuration
+        unreadable or malformed import file, invalid configuration, a server's 401/403
     3   the operation failed: storage (I/O, locked, newer schema), embedder or LLM error
     70  internal error (a bug): rerun with CLAWMEM_DEBUG=1 to see the traceback
 """
@@ -39,6 +39,8 @@ import typer
 from clawmemory.config import Backend, load_settings
 from clawmemory.engine import Memory
 from clawmemory.errors import (
+    AccessDeniedError,
+    AuthenticationError,
     ClawMemoryError,
     ConfigError,
     ImportFormatError,
@@ -78,6 +80,10 @@ _EXIT_CODES: tuple[tuple[type[ClawMemoryError], int], ...] = (
     (InvalidInputError, EXIT_USAGE),
     (ImportFormatError, EXIT_USAGE),
     (ConfigError, EXIT_USAGE),
+    # A server's 401/403 (--url): the command was given no, a wrong or a too weak key, which
+    # the user fixes on the command line like any other usage error; nothing failed.
+    (AuthenticationError, EXIT_USAGE),
+    (AccessDeniedError, EXIT_USAGE),
 )
 
 _KIND_NAMES = ", ".join([*KINDS, *KIND_ALIASES])

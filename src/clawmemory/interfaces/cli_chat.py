@@ -5,8 +5,10 @@ interactive loop reading stdin (``/hatch``, ``/session ID``, ``/help``, ``/exit`
 is the configured one (``[llm]``; any OpenAI-compatible server by URL); without one the command
 exits with code 2 and the setting to make, and a provider failure is one ``error:`` line and
 exit code 3 (in the loop: the line, and the loop goes on). Steps that fail after an answer
-(synthesis, a consolidation on session switch) print a ``warning:`` line each; consolidations
-are recorded as ``consolidate`` runs (``clawmem runs``).
+(synthesis, a consolidation on session switch) print a ``warning:`` line each, once (the agent's
+own log warnings are off here); consolidations are recorded as ``consolidate`` runs (``clawmem
+runs``). A model that cannot be reached is met once per turn: the sessions still queued for
+consolidation are not tried then (they stay pending), and one line says so.
 """
 
 from __future__ import annotations
@@ -64,15 +66,23 @@ def _chat_llm(ctx: typer.Context) -> LLM:
 
 
 def _report(sessions: AgentSessions, reply: AgentReply | None, shown: int) -> int:
-    """Warnings for what failed around the answer; returns how many runs were reported."""
-    for problem in (reply.problems if reply is not None else ()):
-        _warn(problem)
+    """Warnings for what failed around the answer, each once; returns how many runs were
+    reported. Sessions left untried for an unreachable model join the line of the failure
+    that stopped them."""
+    lines = list(reply.problems if reply is not None else ())
     while sessions.problems:
-        _warn(sessions.problems.pop(0))
+        lines.append(sessions.problems.pop(0))
     runs = sessions.runs
-    for run in runs[shown:]:
-        if run.outcome == "failed":
-            _warn(f"{run.message} (recorded: clawmem runs --job consolidate)")
+    lines += [f"{run.message} (recorded: clawmem runs --job consolidate)"
+              for run in runs[shown:] if run.outcome == "failed"]
+    untried = sessions.take_untried()
+    if untried:
+        note = (f"consolidation of {', '.join(untried)} not tried: the model is unavailable"
+                " (still pending: a later session switch or `clawmem maintain consolidate`"
+                " takes them)")
+        lines[-1:] = [f"{lines[-1]}; {note}"] if lines else [note]
+    for line in lines:
+        _warn(line)
     return len(runs)
 
 
@@ -99,8 +109,8 @@ def chat_cmd(
     """
     llm = _chat_llm(ctx)
     try:
-        with _open(ctx, local=True) as mem, AgentSessions(mem, llm, channel=CHANNEL,
-                                              background=False) as sessions:
+        with _open(ctx, local=True) as mem, AgentSessions(
+                mem, llm, channel=CHANNEL, background=False, log_failures=False) as sessions:
             if message is not None:
                 _one_shot(ctx, sessions, session, _text_arg(message), hatch)
             else:
@@ -112,10 +122,9 @@ def chat_cmd(
 def _one_shot(
     ctx: typer.Context, sessions: AgentSessions, session: str, text: str, hatch: bool
 ) -> None:
-    agent = sessions.agent(session)
     if hatch:
-        agent.start_hatching()
-    reply = agent.process(text)
+        sessions.agent(session).start_hatching()
+    reply = sessions.process(session, text)  # an unreachable model holds the consolidations
     sessions.wait()  # a session this one completed is consolidated after the answer
     if _globals(ctx).json:
         _print_json({**reply.to_dict(), "consolidations": [r.to_dict() for r in sessions.runs]})

@@ -1,7 +1,8 @@
 """``clawmem keys``: create, list and revoke the API keys of ``clawmem serve`` (ADR 0016).
 
 Keys live in the database (sqlite or postgres backend), so a running server sees a new or revoked
-key on its next request. Once any key exists, every request to the server needs one::
+key on its next request. Once any key exists, every request to the server needs one, and the
+first key's creation says so (and how to reach ``default`` again)::
 
     clawmem keys create --namespace alice --role write --label "alice's agent"
     clawmem keys list
@@ -10,6 +11,8 @@ key on its next request. Once any key exists, every request to the server needs 
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -70,10 +73,33 @@ def create_cmd(
     Example: clawmem keys create --namespace alice --role write
     """
     with _open(ctx, local=True) as mem:
-        record, secret = Keys(key_store_for(mem.store_backend)).create(namespace, role, label)
+        keys = Keys(key_store_for(mem.store_backend))
+        first = not keys.required()
+        record, secret = keys.create(namespace, role, label)
+    if first:
+        sys.stderr.write(_first_key_notice(record.namespaces))
     data = {**record.to_dict(), "key": secret}
     _emit(ctx, data, _line(f"created key {record.id} ({record.role.value} on "
                            f"{', '.join(record.namespaces)}); it is shown only once:\n{secret}"))
+
+
+def _first_key_notice(namespaces: Sequence[str]) -> str:
+    """What the first active key changes, said on stderr when it is created (stdout's last line
+    stays the key): until now a loopback server let its own user into every namespace without
+    a key; from now on nothing gets in without one, ``default`` included."""
+    lines = [
+        "note: this is the first active API key of this database. From now on `clawmem serve`"
+        " on it answers only requests that send a key (REST, inspector and MCP), and a key"
+        f" reaches only its own namespaces (this one: {', '.join(namespaces)}).",
+    ]
+    if "default" not in namespaces:
+        lines.append("'default' and every other namespace no key is bound to are now out of"
+                     " reach through the server; to get back into 'default':"
+                     " clawmem keys create --namespace default --role write")
+    lines.append("The CLI on the database itself needs no key. List the keys: clawmem keys"
+                 " list; revoke one: clawmem keys revoke ID (with no active key left, a server"
+                 " on loopback needs none again).")
+    return "\n".join(lines) + "\n"
 
 
 @keys_app.command("list")

@@ -99,7 +99,8 @@ def backfill_cmd(ctx: typer.Context) -> None:
     _emit(ctx, {"embedded": done}, _line(f"embedded {done} memories"))
 
 
-StrengthOpt = Annotated[float, typer.Option("--strength", help="Link strength to add.")]
+StrengthOpt = Annotated[float, typer.Option(
+    "--strength", help="Link strength; a linked pair keeps the larger of its own and this.")]
 
 
 def link_cmd(ctx: typer.Context, a: IdArg, b: IdArg, strength: StrengthOpt = 1.0) -> None:

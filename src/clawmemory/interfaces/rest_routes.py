@@ -310,8 +310,8 @@ def entities_of(call: Reader, ref: Ref) -> list[dict[str, Any]]:
 
 @router.post("/links", tags=["links"])
 def link(call: Writer, body: LinkIn) -> dict[str, bool]:
-    """Link two memories both ways (linking again adds to the strength). ``linked`` is false
-    when either does not exist."""
+    """Link two memories both ways (linking a linked pair again keeps the larger strength).
+    ``linked`` is false when either does not exist."""
     return {"linked": call.mem.link(body.a, body.b, strength=body.strength, origin=body.origin)}
 
 

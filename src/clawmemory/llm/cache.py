@@ -66,17 +66,18 @@ class _Entry:
 
 
 class ResponseCache:
-    """Thread-safe. ``path`` None keeps the cache in memory only."""
+    """Thread-safe. ``path`` (a ``Path`` or a str, ``~`` expanded) None keeps the cache in
+    memory only."""
 
     def __init__(
         self,
-        path: Path | None,
+        path: str | Path | None,
         *,
         ttl_s: float = 3600,
         max_entries: int = 100,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.path = path
+        self.path = Path(path).expanduser() if path is not None else None
         self.ttl_s = ttl_s
         self.max_entries = max(1, max_entries)
         self._clock = clock

@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 
 from clawmemory.embed.http import redact_url
-from clawmemory.errors import LLMError
+from clawmemory.errors import LLMError, LLMUnavailableError
 
 __all__ = [
     "MAX_RETRY_AFTER_S",
@@ -89,7 +89,7 @@ class JSONTransport:
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
             return exc
         except httpx.TimeoutException as exc:
-            raise LLMError(f"{self.where} timed out after {self.timeout_s:g} s "
+            raise LLMUnavailableError(f"{self.where} timed out after {self.timeout_s:g} s "
                            f"({type(exc).__name__})") from exc
         except httpx.HTTPError as exc:  # the connection broke mid-answer: not retried
             detail = self._scrub(_one_line(str(exc))) or type(exc).__name__
@@ -109,7 +109,7 @@ class JSONTransport:
     def _decode(self, response: httpx.Response | httpx.TransportError, attempt: int) -> Any:
         tries = f" after {attempt} attempts" if attempt > 1 else ""
         if isinstance(response, Exception):
-            raise LLMError(f"{self.where} is unreachable{tries}: "
+            raise LLMUnavailableError(f"{self.where} is unreachable{tries}: "
                            f"{self._scrub(_one_line(str(response))) or type(response).__name__}"
                            ) from response
         if response.status_code >= 400:

@@ -255,8 +255,12 @@ class Store(Protocol):  # pragma: no mutate block (a protocol: stubs, no behavio
         ...
 
     # --- graph ---------------------------------------------------------------------------------
-    def link(self, namespace: str, a: str, b: str, *, strength: float, origin: str) -> bool:
-        """Create or strengthen (add ``strength``) the link a<->b. False if either is missing."""
+    def link(self, namespace: str, a: str, b: str, *, strength: float, origin: str,
+             accumulate: bool = True) -> bool:
+        """Create the link a<->b, or strengthen an existing one: ``accumulate`` adds
+        ``strength`` to it (co-recall links grow with use); otherwise it keeps the larger of
+        the two, so linking a pair again is idempotent (a manual link). False if either end is
+        missing."""
         ...
 
     def unlink(self, namespace: str, a: str, b: str) -> bool: ...

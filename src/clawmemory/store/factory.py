@@ -1,5 +1,7 @@
 """Pick the storage backend named in settings (a closed set), falling back to ``none`` with a
-warning when a backend cannot be loaded (000: memory degrades, the agent keeps working)."""
+warning when a backend cannot be loaded (000: memory degrades, the agent keeps working). An
+unknown name is a ConfigError, as in ``Settings`` and on the command line: a typo is not an
+outage to degrade through."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import re
 from pathlib import Path
 
 from clawmemory import private
-from clawmemory.config import URL_SCHEME, Backend, Settings, default_home
+from clawmemory.config import URL_SCHEME, Backend, Settings, check_backend, default_home
 from clawmemory.errors import ConfigError, NotFoundError
 from clawmemory.store.base import Store
 
@@ -24,7 +26,10 @@ def open_store(settings: Settings, *, create: bool = True, read_only: bool = Fal
     """The backend named in settings. ``create=False``: a store that does not exist yet is a
     NotFoundError instead of a new, empty one. ``read_only``: nothing is written (SQLite opens
     the file read-only; recall then leaves access counts as they are)."""
-    name = str(settings.backend).lower()
+    try:  # again here: settings.model_copy(update=...) skips the Settings validators
+        name = check_backend(settings.backend)
+    except ValueError as exc:
+        raise ConfigError(f"invalid setting backend: {exc}") from None
     if _is_address(settings.db) or name == Backend.POSTGRES.value:
         # An address the user named: never a fallback to "none", never a file named after it.
         return _open_postgres(settings, create=create, read_only=read_only)
@@ -58,9 +63,6 @@ def open_store(settings: Settings, *, create: bool = True, read_only: bool = Fal
     except (ImportError, ConfigError) as exc:
         log.warning("memory backend %r is unavailable (%s); memory is disabled (backend none)",
                     name, exc)
-    else:
-        log.warning("unknown memory backend %r (expected one of %s); memory is disabled"
-                    " (backend none)", name, ", ".join(BACKENDS))
     from clawmemory.store.none import NoneStore
 
     return NoneStore()

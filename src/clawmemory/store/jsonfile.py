@@ -181,9 +181,11 @@ class JSONFileStore(MemoryStore):
         with self._persisting():
             super().touch(namespace, ids, now)
 
-    def link(self, namespace: str, a: str, b: str, *, strength: float, origin: str) -> bool:
+    def link(self, namespace: str, a: str, b: str, *, strength: float, origin: str,
+             accumulate: bool = True) -> bool:
         with self._persisting():
-            return super().link(namespace, a, b, strength=strength, origin=origin)
+            return super().link(namespace, a, b, strength=strength, origin=origin,
+                                accumulate=accumulate)
 
     def unlink(self, namespace: str, a: str, b: str) -> bool:
         with self._persisting():

@@ -370,9 +370,10 @@ class MemoryStore:
             ns.links[pair] = Link("", total, old.origin)
         return True
 
-    def link(self, namespace: str, a: str, b: str, *, strength: float, origin: str) -> bool:
+    def link(self, namespace: str, a: str, b: str, *, strength: float, origin: str,
+             accumulate: bool = True) -> bool:
         with self._lock:
-            return self._link(namespace, a, b, strength, origin)
+            return self._link(namespace, a, b, strength, origin, replace_max=not accumulate)
 
     def unlink(self, namespace: str, a: str, b: str) -> bool:
         with self._lock:

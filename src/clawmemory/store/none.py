@@ -89,7 +89,8 @@ class NoneStore:
     ) -> builtins.list[TextHit]:
         return []
 
-    def link(self, namespace: str, a: str, b: str, *, strength: float, origin: str) -> bool:
+    def link(self, namespace: str, a: str, b: str, *, strength: float, origin: str,
+             accumulate: bool = True) -> bool:
         return False
 
     def unlink(self, namespace: str, a: str, b: str) -> bool:

@@ -329,7 +329,8 @@ class PostgresStore(SearchMixin, LifecycleMixin):
                             " (%s, %s)", (namespace, a, b)).fetchall()
         return int(rows[0][0]) == 2
 
-    def link(self, namespace: str, a: str, b: str, *, strength: float, origin: str) -> bool:
+    def link(self, namespace: str, a: str, b: str, *, strength: float, origin: str,
+             accumulate: bool = True) -> bool:
         if a == b:
             return False
         lo, hi = sorted((a, b))
@@ -338,12 +339,13 @@ class PostgresStore(SearchMixin, LifecycleMixin):
             self._lock_ns(namespace)
             if not self._both_exist(namespace, lo, hi):
                 return False
+            grown = "links.strength + excluded.strength" if accumulate else (
+                "greatest(links.strength, excluded.strength)")
             self.execute(
                 "INSERT INTO links VALUES (%s, %s, %s, %s, %s, %s, %s)"
                 " ON CONFLICT (namespace, a_id, b_id) DO UPDATE"
-                " SET strength = links.strength + excluded.strength,"
-                " updated_at = excluded.updated_at", (namespace, lo, hi, strength, origin, now,
-                                                      now))
+                f" SET strength = {grown}, updated_at = excluded.updated_at",
+                (namespace, lo, hi, strength, origin, now, now))
         return True
 
     def unlink(self, namespace: str, a: str, b: str) -> bool:

@@ -538,7 +538,8 @@ class SQLiteStore:
         return [rank_hit(r) for r in rows]
 
     # --- graph ---------------------------------------------------------------------------------
-    def link(self, namespace: str, a: str, b: str, *, strength: float, origin: str) -> bool:
+    def link(self, namespace: str, a: str, b: str, *, strength: float, origin: str,
+             accumulate: bool = True) -> bool:
         if a == b:
             return False
         lo, hi = sorted((a, b))
@@ -546,10 +547,12 @@ class SQLiteStore:
         with self.write():
             if not self._both_exist(namespace, lo, hi):
                 return False
+            grown = "strength + excluded.strength" if accumulate else (
+                "max(strength, excluded.strength)")
             self.conn.execute(
                 "INSERT INTO links VALUES (?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT(namespace, a_id, b_id) DO UPDATE"
-                " SET strength = strength + excluded.strength, updated_at = excluded.updated_at",
+                f" SET strength = {grown}, updated_at = excluded.updated_at",
                 (namespace, lo, hi, strength, origin, now, now),
             )
         return True

@@ -303,7 +303,12 @@ def link(mem: Memory, args: LinkArgs) -> ToolResult:
         raise InvalidInputError("a memory cannot link to itself")
     data = {"action": args.action, "from": args.from_id, "to": args.to_id}
     if args.action == "link":
+        # Linking a linked pair again changes nothing (Memory.link keeps the larger strength).
+        before = {lk.other_id: lk.strength for lk in mem.links(a.id, limit=10_000)}
         mem.link(a.id, b.id)
+        if before.get(b.id, 0.0) >= 1.0:
+            return ToolResult(f"{args.from_id} and {args.to_id} were already linked.",
+                              {**data, "changed": False})
         return ToolResult(f"Linked {args.from_id} <-> {args.to_id}.", {**data, "changed": True})
     changed = mem.unlink(a.id, b.id)
     text = (f"Unlinked {args.from_id} <-> {args.to_id}." if changed

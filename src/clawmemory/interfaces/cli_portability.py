@@ -19,6 +19,7 @@ are skipped too, so importing twice is harmless.
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import StrEnum
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from clawmemory import private
-from clawmemory.errors import InvalidInputError, StorageError
+from clawmemory.errors import ImportFormatError, InvalidInputError, StorageError
 from clawmemory.interfaces.cli import _emit, _globals, _guarded, _line, _open, _read_source
 from clawmemory.portability import (
     SOURCE_ALIASES,
@@ -244,6 +245,13 @@ def _run_import(mem: Memory, path: str, source: str, dry_run: bool,
         return mem.import_snapshot(text, source=name, dry_run=dry_run), name
     parsed = read_source(source, path, namespace=mem.namespace, now=mem.clock(),
                   max_chars=mem.settings.storage.max_content_chars, progress=bar, **options)
+    if not parsed.records and parsed.skipped:
+        # Every item was left out: exit 0 with "imported 0" would read as success, and is
+        # what a file given under the wrong --from used to do.
+        reasons = Counter(s.reason for s in parsed.skipped).most_common(3)
+        why = "; ".join(f"{n} {reason}" for reason, n in reasons)
+        raise ImportFormatError(f"nothing to import: all {len(parsed.skipped)} items were"
+                                f" skipped ({why}); is --from {source} right?", path=path)
     bar.phase("checking" if dry_run else "writing")
     return mem.import_records(parsed, dry_run=dry_run), path
 

@@ -115,7 +115,8 @@ class Setup:
     expect: tuple[str, ...] = ()
 
 
-Prepare = Callable[[Path, ExitStack, pytest.FixtureRequest], Setup]
+# (the snippet's HOME, its working directory, ...) -> what it runs with
+Prepare = Callable[[Path, Path, ExitStack, pytest.FixtureRequest], Setup]
 
 
 def _llm(stack: ExitStack, *replies: object, then: object = None) -> ScriptedLLMServer:
@@ -125,10 +126,11 @@ def _llm(stack: ExitStack, *replies: object, then: object = None) -> ScriptedLLM
 
 
 def plain(*expect: str) -> Prepare:
-    return lambda home, stack, request: Setup(expect=expect)
+    return lambda home, work, stack, request: Setup(expect=expect)
 
 
-def openai_agents(home: Path, stack: ExitStack, request: pytest.FixtureRequest) -> Setup:
+def openai_agents(home: Path, work: Path, stack: ExitStack,
+                  request: pytest.FixtureRequest) -> Setup:
     server = _llm(stack, tool_call("memory_store", {"content": "User takes tea without sugar"}),
                   text("Noted: no sugar."))
     return Setup(env={"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "test-key"},
@@ -137,12 +139,14 @@ def openai_agents(home: Path, stack: ExitStack, request: pytest.FixtureRequest) 
 
 def configured_llm(*replies: object, then: object = None, expect: tuple[str, ...] = ()
                    ) -> Prepare:
-    def prepare(home: Path, stack: ExitStack, request: pytest.FixtureRequest) -> Setup:
+    def prepare(home: Path, work: Path, stack: ExitStack,
+                request: pytest.FixtureRequest) -> Setup:
         return Setup(env=_llm(stack, *replies, then=then).env(), expect=expect)
     return prepare
 
 
-def openclaw_workspace(home: Path, stack: ExitStack, request: pytest.FixtureRequest) -> Setup:
+def openclaw_workspace(home: Path, work: Path, stack: ExitStack,
+                       request: pytest.FixtureRequest) -> Setup:
     workspace = home / ".openclaw" / "workspace"
     (workspace / "memory").mkdir(parents=True)
     (workspace / "MEMORY.md").write_text("# Memory\n\n- Alice prefers dark mode\n",
@@ -152,7 +156,16 @@ def openclaw_workspace(home: Path, stack: ExitStack, request: pytest.FixtureRequ
     return Setup(expect=("'created': 2",))
 
 
-def postgres(home: Path, stack: ExitStack, request: pytest.FixtureRequest) -> Setup:
+def sclaw_database(home: Path, work: Path, stack: ExitStack,
+                   request: pytest.FixtureRequest) -> Setup:
+    from test_portability import build_sclaw
+
+    build_sclaw(work)  # work/sclaw.db, as the snippet names it
+    return Setup(expect=("messages=2, conversations=1",))
+
+
+def postgres(home: Path, work: Path, stack: ExitStack,
+             request: pytest.FixtureRequest) -> Setup:
     url = request.getfixturevalue("postgres_server")
     return Setup(replace={"postgresql://clawmem@db.internal/memory": url})
 
@@ -171,7 +184,8 @@ def _server(db: Path, key: bool) -> Iterator[tuple[str, str]]:
 
 
 def served(*, key: bool, expect: tuple[str, ...] = ()) -> Prepare:
-    def prepare(home: Path, stack: ExitStack, request: pytest.FixtureRequest) -> Setup:
+    def prepare(home: Path, work: Path, stack: ExitStack,
+                request: pytest.FixtureRequest) -> Setup:
         address, secret = stack.enter_context(_server(home / "server.db", key))
         replace = {"127.0.0.1:8765": address}
         if key:
@@ -193,7 +207,8 @@ SETUPS: dict[str, list[tuple[str, Prepare]]] = {
     "docs/history.md": [("History(mem", configured_llm(text("Hello Alice!")))],
     "docs/llm.md": [("ask_json", configured_llm(text("Hi."), text('["The user said hi"]')))],
     "docs/mcp.md": [("mcp.client", served(key=False, expect=("dark mode",)))],
-    "docs/portability.md": [("read_openclaw", openclaw_workspace)],
+    "docs/portability.md": [("read_openclaw", openclaw_workspace),
+                            ("import_history", sclaw_database)],
     "docs/postgres.md": [("postgresql://", postgres)],
     "docs/rest.md": [("AsyncMemory", served(key=True, expect=("Deploys happen on Tuesdays",)))],
     "docs/tools.md": [("call_tool", plain())],
@@ -245,7 +260,7 @@ def test_python_snippet_runs(snippet: Snippet, tmp_path: Path,
     home.mkdir()
     work.mkdir()
     with ExitStack() as stack:
-        setup = prepare(home, stack, request)
+        setup = prepare(home, work, stack, request)
         code = snippet.code
         for old, new in setup.replace.items():
             assert old in code, f"{snippet.name}: {old!r} is no longer in the snippet"

@@ -5,8 +5,9 @@ what it remembered (no model needed to run it).
     python examples/langgraph_store.py alice "Drinks oolong tea" "what tea?"
 
 Memories live in ``CLAWMEM_DB`` (default: ./agent-memory.db), under the clawmemory namespace
-``users.<user>`` (LangGraph's ``("users", "<user>")``): ``clawmem -n users.alice list`` shows
-them.
+``users.<user>`` (LangGraph's ``("users", "<user>")``):
+
+    clawmem --db agent-memory.db -n users.alice list
 """
 
 from __future__ import annotations

@@ -3,10 +3,11 @@ next model call (no model needed to run it; give the memory to an agent with
 ``agent.run(..., memory=chat_memory)``).
 
     pip install "clawmemory[llamaindex]"
-    clawmem add "The user's cat is called Miso"
+    clawmem --db agent-memory.db add "The user's cat is called Miso"
     python examples/llamaindex_memory.py "What is my cat called?"
 
-Memories live in ``CLAWMEM_DB`` (default: ./agent-memory.db).
+Memories live in ``CLAWMEM_DB`` (default: ./agent-memory.db, the file ``--db`` names above;
+a plain ``clawmem add`` writes to ~/.clawmemory/memory.db, which this script does not read).
 """
 
 from __future__ import annotations

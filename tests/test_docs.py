@@ -136,11 +136,12 @@ def test_every_tool_of_every_dialect_is_in_docs_tools_md(dialect: str) -> None:
 
 
 # --- the MCP server ------------------------------------------------------------------------------
-def mcp_listed_tools(dialect: str, where: Path) -> list[str]:
-    """What an MCP client of this dialect is offered, asked of the real server in-process."""
+def mcp_listed_tools(dialect: str, where: Path, *, all_tools: bool = True) -> list[str]:
+    """What an MCP client of this dialect is offered, asked of the real server in-process
+    (``all_tools``: every tool a client may get, as with ``--all-tools``)."""
     settings = Settings(embedder=EmbedderSettings(provider="none"))
-    with Memory.open(where / f"{dialect}.db", settings=settings) as mem:
-        server = build_server(mem, dialect, all_tools=True)  # every tool a client may get
+    with Memory.open(where / f"{dialect}-{all_tools}.db", settings=settings) as mem:
+        server = build_server(mem, dialect, all_tools=all_tools)
 
         async def listed() -> list[str]:
             async with Client(server) as client:
@@ -172,6 +173,33 @@ def test_every_mcp_tool_is_documented(dialect: str, tmp_path: Path) -> None:
     rows = mcp_md_rows()
     assert dialect in rows, f"docs/mcp.md: no dialect table row for `{dialect}` linking tools.md"
     assert rows[dialect] == set(listed), f"docs/mcp.md, dialect {dialect}: {rows[dialect]}"
+
+
+def mcp_md_columns() -> dict[str, tuple[list[str], list[str]]]:
+    """docs/mcp.md's dialect table: dialect -> (the tools it says a client is offered by
+    default, the ones it says ``--all-tools`` adds)."""
+    names = set(dialect_names())
+    rows: dict[str, tuple[list[str], list[str]]] = {}
+    for line in _read("mcp.md").splitlines():
+        cells = line.split("|")
+        first = CODE.findall(cells[1]) if line.startswith("|") and len(cells) == 7 else []
+        if len(first) == 1 and first[0] in names:
+            rows[first[0]] = (CODE.findall(cells[4]), CODE.findall(cells[5]))
+    return rows
+
+
+@pytest.mark.parametrize("dialect", dialect_names())
+def test_docs_mcp_md_says_which_tools_are_offered_by_default(dialect: str,
+                                                             tmp_path: Path) -> None:
+    """The table's "tools offered" column is exactly what a client of a plain ``clawmem mcp``
+    lists, in order, and "more with --all-tools" exactly what ``--all-tools`` adds."""
+    columns = mcp_md_columns()
+    assert dialect in columns, f"docs/mcp.md: no row for `{dialect}` with both tool columns"
+    offered, more = columns[dialect]
+    default = mcp_listed_tools(dialect, tmp_path, all_tools=False)
+    everything = mcp_listed_tools(dialect, tmp_path, all_tools=True)
+    assert offered == default, f"docs/mcp.md, dialect {dialect}: says {offered}"
+    assert sorted(more) == sorted(set(everything) - set(default)), more
 
 
 def test_docs_mcp_md_covers_both_commands_and_every_client() -> None:

@@ -6,6 +6,7 @@ The SDKs come with the ``dev`` extra; the scripts import them, so a missing one 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -118,3 +119,61 @@ def test_llamaindex_example(tmp_path: Path) -> None:
     assert out.splitlines() == ["[system] <memory>", "<clawmemory>",
                                 "- The user's cat is called Miso", "</clawmemory>",
                                 "</memory>", "[user] What is my cat called?"]
+
+
+# --- each script's own instructions, run as written -----------------------------------------------
+def _instructions(script: str) -> list[str]:
+    """The command lines of a script's docstring (its indented lines), less installing and
+    exporting a real API key (the test points the SDKs at a scripted server instead)."""
+    doc = (EXAMPLES / script).read_text(encoding="utf-8").split('"""')[1]
+    lines = [line.strip() for line in doc.splitlines() if line.startswith("    ")]
+    return [line for line in lines if not line.startswith(("pip install", "export "))]
+
+
+# script -> (what the model answers, what the last instruction must print)
+INSTRUCTED: dict[str, tuple[list[Any], str]] = {
+    "llamaindex_memory.py": ([], "- The user's cat is called Miso"),
+    "langgraph_store.py": ([], "Drinks oolong tea"),
+    "openai_agents_memory.py": ([tool_call("memory_store", {"content": "No sugar in tea"}),
+                                 text("Noted."), text("Without sugar.")], "Without sugar."),
+    "openai_tool_loop.py": ([tool_call("memory_store", {"content": "No sugar in tea"}),
+                             text("Noted."), text("Without sugar.")], "Without sugar."),
+    "anthropic_tool_loop.py": ([tool_call("memory_store", {"content": "No sugar in tea"}),
+                                text("Noted."), text("Without sugar.")], "Without sugar."),
+}
+
+
+def test_every_example_script_is_run_by_this_file() -> None:
+    scripts = sorted(p.name for p in EXAMPLES.glob("*.py"))
+    assert sorted(INSTRUCTED) == scripts
+    here = Path(__file__).read_text(encoding="utf-8")
+    assert all(here.count(f'"{name}"') >= 2 for name in scripts)  # and a behaviour test each
+
+
+@pytest.mark.parametrize("script", sorted(INSTRUCTED))
+def test_the_instructions_at_the_top_of_each_example_work_as_written(tmp_path: Path,
+                                                                     script: str) -> None:
+    """In a fresh directory with its own HOME, the docstring's commands in order: what one
+    writes, the next reads (a ``clawmem add`` into another file than the script reads fails)."""
+    replies, expected = INSTRUCTED[script]
+    work, home = tmp_path / "work", tmp_path / "home"
+    shutil.copytree(EXAMPLES, work / "examples")
+    home.mkdir()
+    kind = "anthropic" if script.startswith("anthropic") else "openai"
+    with ScriptedLLMServer(kind) as server:
+        server.script(replies)
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("CLAWMEM_", "OPENAI_", "ANTHROPIC_"))}
+        env.update(HOME=str(home), PATH=f"{Path(sys.executable).parent}{os.pathsep}"
+                   f"{env.get('PATH', '')}", CLAWMEM_EMBEDDER__PROVIDER="none",
+                   OPENAI_BASE_URL=server.url, OPENAI_API_KEY="test-key",
+                   ANTHROPIC_BASE_URL=server.url, ANTHROPIC_API_KEY="test-key",
+                   XDG_CACHE_HOME=os.environ.get("XDG_CACHE_HOME")
+                   or str(Path.home() / ".cache"))
+        lines = _instructions(script)
+        assert lines, f"{script} gives no instructions"
+        for line in lines:
+            proc = subprocess.run(["bash", "-c", line], cwd=work, env=env, capture_output=True,
+                                  text=True, timeout=180, check=False)
+            assert proc.returncode == 0, f"{line}\n{proc.stderr}"
+    assert expected in proc.stdout, f"{lines[-1]}\n{proc.stdout}"

@@ -560,3 +560,28 @@ def test_cli_imports_every_new_source(cli: Callable[..., Any], tmp_path: Path,
     bad = cli("--db", tmp_path / "cli.db", "import", tmp_path / "absent", "--from", fmt)
     assert bad.exit_code == 2 and bad.stderr.startswith("error: ")
     assert "Traceback" not in bad.stderr
+
+
+# --- a file given under the wrong --from ---------------------------------------------------------
+@pytest.mark.parametrize(("given", "build", "right"), [("chatgpt", build_claude, "claude"),
+                                                        ("claude", build_chatgpt, "chatgpt")])
+def test_one_chat_export_under_the_others_name_is_refused_naming_the_right_one(
+        cli: Callable[..., Any], tmp_path: Path, given: str, build: Callable[[Path], Path],
+        right: str) -> None:
+    db = tmp_path / "cli.db"
+    result = cli("--db", db, "import", build(tmp_path / "export"), "--from", given)
+    assert result.exit_code == 2, result.stdout
+    assert f"use --from {right}" in result.stderr and "Traceback" not in result.stderr
+    assert cli("--db", db, "import", build(tmp_path / "export"), "--from", right).exit_code == 0
+
+
+def test_an_import_that_skips_every_item_exits_non_zero_saying_so(
+        cli: Callable[..., Any], tmp_path: Path) -> None:
+    export = chatgpt_export()[:1]
+    for node in export[0]["mapping"].values():  # every message now a system message
+        if node.get("message"):
+            node["message"]["author"]["role"] = "system"
+    path = _write(tmp_path / "conversations.json", json.dumps(export))
+    result = cli("--db", tmp_path / "cli.db", "import", path, "--from", "chatgpt")
+    assert result.exit_code == 2
+    assert "nothing to import" in result.stderr and "system message" in result.stderr

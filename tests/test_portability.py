@@ -24,6 +24,8 @@ from typer.testing import CliRunner
 
 from clawmemory import ImportFormatError, Memory, MemoryRecord, Settings
 from clawmemory.config import EmbedderSettings
+from clawmemory.history import History, import_history, persistence_key
+from clawmemory.interfaces.cli_chat import CHANNEL as CHAT_CHANNEL
 from clawmemory.interfaces.cli_portability import register
 from clawmemory.portability import (
     SOURCE_ALIASES,
@@ -36,6 +38,8 @@ from clawmemory.portability import (
     source_format,
 )
 from clawmemory.store.sqlite import SQLiteStore
+from conftest import backend_params
+from llm_servers import ScriptedLLMServer, text
 
 START = 1_700_000_000.0  # the conftest clock's "now"
 DAY = 86_400.0
@@ -416,6 +420,54 @@ def test_sclaw_without_message_history(sqlite_mem: Memory, tmp_path: Path) -> No
     assert sqlite_mem.count(kind="episode") == 0
 
 
+def test_sclaw_messages_become_the_sessions_chat_history(sqlite_mem: Memory,
+                                                        tmp_path: Path) -> None:
+    """001 keeps a session's messages so its agent resumes the conversation: here they go to
+    the history store under the key ``clawmem chat --session telegram:42:0`` reads (the
+    episodes stay too). A second import finds that history and adds nothing."""
+    parsed = read_source("sclaw", build_sclaw(tmp_path), namespace=sqlite_mem.namespace,
+                         now=sqlite_mem.clock(), max_chars=100_000)
+    sqlite_mem.import_records(parsed)
+    assert import_history(sqlite_mem, parsed.history).to_dict() == {
+        "messages": 2, "conversations": 1, "present": 0}
+    key = persistence_key(CHAT_CHANNEL, "telegram:42:0")
+    with History(sqlite_mem) as history:
+        turns = history.conversation(key).assemble()
+    assert [(m.role, m.content) for m in turns] == [
+        ("user", "Hi, I'm Alice"), ("assistant", "Nice to meet you, Alice!")]
+    assert sqlite_mem.count(kind="episode") == 2
+    assert import_history(sqlite_mem, parsed.history).to_dict() == {
+        "messages": 0, "conversations": 0, "present": 1}
+    without = read_source("sclaw", build_sclaw(tmp_path / "again"), include_messages=False,
+                          namespace=sqlite_mem.namespace, now=0.0, max_chars=100_000)
+    assert without.history == {}
+
+
+def test_clawmem_chat_resumes_an_imported_sclaw_session(tmp_path: Path) -> None:
+    """End to end, as a user: import the 001 database, then chat in its session; the model is
+    sent the imported conversation before the new message."""
+    source = build_sclaw(tmp_path / "src")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLAWMEM_")}
+    env.update(CLAWMEM_HOME=str(tmp_path / "home"), CLAWMEM_DB=str(tmp_path / "chat.db"),
+               CLAWMEM_CONFIG=str(tmp_path / "absent.toml"),
+               CLAWMEM_EMBEDDER__PROVIDER="none")
+    clawmem = [str(Path(sys.executable).parent / "clawmem")]
+    done = subprocess.run([*clawmem, "import", str(source), "--from", "sclaw"], env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "chat history: added 2 messages of 1 sessions" in done.stdout
+    with ScriptedLLMServer("openai") as server:
+        server.script([text("You are Alice.")], then=text("[]"))
+        done = subprocess.run([*clawmem, "chat", "--session", "telegram:42:0", "-m",
+                               "What is my name?"], env=env | server.env(), text=True,
+                              capture_output=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stderr
+        sent = [(m["role"], m["content"]) for m in server.bodies[0]["messages"]
+                if m["role"] != "system"]
+    assert sent[-3:-1] == [("user", "Hi, I'm Alice"), ("assistant", "Nice to meet you, Alice!")]
+    assert sent[-1][0] == "user" and sent[-1][1].endswith("What is my name?")  # after recall
+
+
 def test_sclaw_source_is_opened_read_only(sqlite_mem: Memory, tmp_path: Path) -> None:
     path = build_sclaw(tmp_path, wal=False)
     before = path.read_bytes()
@@ -445,6 +497,16 @@ def test_sandbox_fields_entities_and_consolidation(sqlite_mem: Memory, tmp_path:
     assert sqlite_mem.get("fact_3").supersedes == "fact_2"
     ref = sqlite_mem.get("ref_1")
     assert (ref.kind, ref.decay_rate, ref.tags) == ("reflection", 0.0, ("weekly",))
+
+
+@pytest.mark.parametrize("backend", backend_params("sqlite", "postgres"), indirect=True)
+def test_sandbox_entities_keep_their_types(mem: Memory, tmp_path: Path) -> None:
+    """004 typed "Bob" a person and "Project Alpha" a project: the entities linking builds
+    here have those types (the extractor alone made both ``other``)."""
+    load(mem, "sandbox-db", build_sandbox(tmp_path))
+    types = {e["name"]: e["type"] for e in mem.entities_of("ep_1")}
+    assert types["Bob"] == "person" and types["Project Alpha"] == "project"
+    assert {e["name"]: e["type"] for e in mem.entities_of("fact_1")}["Project Alpha"] == "project"
 
 
 # --- properties every format shares --------------------------------------------------------------
@@ -726,11 +788,14 @@ def test_cli_import_every_format(cli: Callable[..., Any], tmp_path: Path) -> Non
         source = build(tmp_path / fmt)
         dry = cli("--db", db, "-n", fmt, "--json", "import", source, "--from", fmt, "--dry-run")
         assert dry.exit_code == 0, dry.stderr
-        assert json.loads(dry.stdout) == {"created": EXPECTED_COUNTS[fmt], "skipped": 0,
-                                          # sclaw: the session's two turns, chained
-                                          "links": {"ptrclaw-json": 2, "sclaw-db": 1}.get(fmt, 0),
-                                          "archived": 0, "dry_run": True,
-                                          "source": str(source), "format": fmt, "skips": []}
+        expected = {"created": EXPECTED_COUNTS[fmt], "skipped": 0,
+                    # sclaw: the session's two turns, chained
+                    "links": {"ptrclaw-json": 2, "sclaw-db": 1}.get(fmt, 0),
+                    "archived": 0, "dry_run": True,
+                    "source": str(source), "format": fmt, "skips": []}
+        if fmt == "sclaw-db":  # and the same two turns as the session's chat history
+            expected["history"] = {"messages": 2, "conversations": 1, "present": 0}
+        assert json.loads(dry.stdout) == expected
         result = cli("--db", db, "-n", fmt, "import", source, "--from", fmt)
         assert result.exit_code == 0, result.stderr
         assert f"imported {EXPECTED_COUNTS[fmt]} memories" in result.stdout

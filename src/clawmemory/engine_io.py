@@ -6,8 +6,10 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from clawmemory.entities.base import with_source_entities
 from clawmemory.errors import InvalidInputError
 from clawmemory.model import Filter, MemoryRecord
 from clawmemory.snapshot import ParsedSnapshot, Skip, dump_snapshot, parse_snapshot
@@ -132,10 +134,9 @@ class PortabilityMixin:
         # Every imported memory arrives now: its source's dates stay (provenance), but idle
         # clocks start at arrival, so an import never makes a memory look old to this store.
         now = self.clock()
-        parsed = ParsedSnapshot(
-            [r.evolve(namespace=self.namespace, stored_at=now) for r in parsed.records],
-            parsed.links, parsed.skipped, parsed.archived,
-        )
+        parsed = replace(
+            parsed,
+            records=[r.evolve(namespace=self.namespace, stored_at=now) for r in parsed.records])
         fresh = self._fresh(parsed)
         present = len(parsed.records) - len(fresh)
         skipped = present + len(parsed.skipped)
@@ -150,6 +151,9 @@ class PortabilityMixin:
                                 present=present)
         links_before = self.store_backend.stats(self.namespace).links
         mentions = self._mentions(fresh)
+        if mentions and parsed.entities:  # the source's own typed entities join the NER's
+            mentions = [with_source_entities(r.content, m, parsed.entities.get(r.id, ()))
+                        for r, m in zip(fresh, mentions, strict=True)]
         # Records, links, entity links and vector-queue rows: all or nothing.
         with self._transaction():
             preceding = self._preceding(fresh)

@@ -28,6 +28,7 @@ __all__ = [
     "correction_of",
     "event_or_created",
     "kind_policy",
+    "legible",
     "meta_equal",
     "next_version",
     "normalize_kind",
@@ -397,7 +398,18 @@ class Explanation:
 def _fmt(v: float) -> str:
     if isinstance(v, int) or (math.isfinite(v) and v == int(v) and abs(v) < 1e6):
         return str(int(v))
-    return f"{v:.4g}"
+    return legible(v)
+
+
+def legible(v: float, digits: int = 4) -> str:
+    """``v`` with ``digits`` significant digits and never in scientific notation: a keyword
+    score of a word most memories hold is 0.000002, not 2e-06; 1234567.8 is 1234568. Below
+    0.000001 it is 0 (a 0 or - sign: as Python prints the value)."""
+    text = f"{v:.{digits}g}"
+    if "e" not in text or not math.isfinite(v):
+        return text
+    fixed = f"{v:.6f}" if abs(v) < 1 else f"{v:.0f}"
+    return fixed.rstrip("0").rstrip(".") if "." in fixed else fixed
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from clawmemory.errors import ClawMemoryError, ImportFormatError, InvalidInputError
+from clawmemory.llm.base import Message
 from clawmemory.model import KINDS, MemoryRecord, normalize_kind
 from clawmemory.store.base import Link
 from clawmemory.validation import (
@@ -91,12 +92,19 @@ class Skip(NamedTuple):
 class ParsedSnapshot:
     """What a reader hands to ``Memory.import_records``: validated records, links between them
     (``(a, b, strength, origin)``), the items it left out (``skipped``) and the records that
-    arrive in the archive rather than the live set (``archived``: id -> archive time)."""
+    arrive in the archive rather than the live set (``archived``: id -> archive time).
+
+    ``entities``: record id -> the entities the source linked it to, ``(name, type)`` each
+    (004 keeps typed entities; linking gives them that type). ``history``: persistence key ->
+    a conversation's messages in order (001's message history), which the engine does not
+    write: ``clawmemory.history.import_history`` does (the history sits above the engine)."""
 
     records: list[MemoryRecord] = field(default_factory=list)
     links: list[tuple[str, str, float, str]] = field(default_factory=list)
     skipped: list[Skip] = field(default_factory=list)
     archived: dict[str, float] = field(default_factory=dict)
+    entities: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
+    history: dict[str, list[Message]] = field(default_factory=dict)
 
 
 def parse_snapshot(

@@ -44,6 +44,7 @@ __all__ = [
     "rank_entity_hits",
     "resolve_overlaps",
     "surface_form",
+    "with_source_entities",
 ]
 
 
@@ -278,3 +279,26 @@ def match_keys(name: str) -> tuple[str, ...]:
 
 
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def with_source_entities(text: str, found: Sequence[Mention],
+                         named: Sequence[tuple[str, str]]) -> list[Mention]:
+    """``found`` (the extractor's mentions of ``text``) plus the entities an import source
+    linked the text to, ``(name, type)`` each, typed as the source typed them: the source
+    knew "Bob" is a person where the extractor may only see a capitalised word (``other``).
+    A type this engine does not have is ``other``. A name the text does not spell out (the
+    source resolved "he" to it) is still linked: its mention spans nothing (0, 0)."""
+    extra = []
+    folded = text.casefold() if len(text.casefold()) == len(text) else None
+    for name, kind in named:
+        try:
+            etype = EntityType(kind.strip().lower())
+        except ValueError:
+            etype = EntityType.OTHER
+        start = folded.find(name.casefold()) if folded is not None else -1
+        if start >= 0:
+            end = start + len(name)
+            extra.append(Mention(text[start:end], etype, start, end, 1.0, "import"))
+        else:
+            extra.append(Mention(name, etype, 0, 0, 1.0, "import"))
+    return [*found, *extra]

@@ -26,6 +26,7 @@ from clawmemory.history.compaction import (
     should_compact,
 )
 from clawmemory.history.conversation import Conversation, History, history_store
+from clawmemory.history.importing import HistoryImport, import_history
 from clawmemory.history.memory import InMemoryHistoryStore, NullHistoryStore
 from clawmemory.history.sessions import (
     SessionCompleted,
@@ -42,6 +43,7 @@ __all__ = [
     "Conversation",
     "Discarding",
     "History",
+    "HistoryImport",
     "HistoryStore",
     "InMemoryHistoryStore",
     "NullHistoryStore",
@@ -58,6 +60,7 @@ __all__ = [
     "emergency_compact",
     "estimate_message_tokens",
     "history_store",
+    "import_history",
     "is_summary",
     "persistence_key",
     "should_compact",

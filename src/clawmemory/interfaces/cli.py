@@ -56,7 +56,7 @@ from clawmemory.interfaces.cli_time import (
     UntilOpt,
     times,
 )
-from clawmemory.model import KIND_ALIASES, KINDS, Hit, MemoryRecord, as_kind
+from clawmemory.model import KIND_ALIASES, KINDS, Hit, MemoryRecord, as_kind, legible
 from clawmemory.store.base import ORDERS
 
 if TYPE_CHECKING:  # rich is imported lazily: --json output never needs it
@@ -354,7 +354,7 @@ def _hits_table(hits: Sequence[Hit], explain: bool) -> Table:
         content = Text(_clip(hit.memory.content))
         if explain:
             content.append("\nwhy: " + str(hit.explain), style="dim")
-        table.add_row(str(rank), hit.memory.id, f"{hit.score:.4g}", hit.memory.kind, content)
+        table.add_row(str(rank), hit.memory.id, legible(hit.score), hit.memory.kind, content)
     return table
 
 

@@ -19,6 +19,7 @@ are skipped too, so importing twice is harmless.
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import StrEnum
@@ -28,7 +29,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from clawmemory import private
-from clawmemory.errors import InvalidInputError, StorageError
+from clawmemory.errors import ImportFormatError, InvalidInputError, StorageError
+from clawmemory.history.importing import HistoryImport, import_history
 from clawmemory.interfaces.cli import _emit, _globals, _guarded, _line, _open, _read_source
 from clawmemory.portability import (
     SOURCE_ALIASES,
@@ -196,7 +198,8 @@ def import_cmd(
         "--dry-run", help="Check everything and report the counts; write nothing.")] = False,
     messages: Annotated[bool | None, typer.Option(
         "--messages/--no-messages",
-        help="sclaw only: import the conversation history as episodes (default: yes).")
+        help="sclaw only: import the conversation history, as episodes and as each"
+             " session's chat history (default: yes).")
     ] = None,
     progress: Annotated[bool | None, typer.Option(
         "--progress/--no-progress", help="Progress bar on stderr (default: on a terminal).")
@@ -215,17 +218,30 @@ def import_cmd(
             raise InvalidInputError("--messages/--no-messages only apply to --from sclaw")
         options["include_messages"] = messages
     with _open(ctx) as mem, _progress_bar(_show_progress(ctx, progress)) as bar:
-        report, name = _run_import(mem, path, source, dry_run, bar, options)
+        report, name, history = _run_import(mem, path, source, dry_run, bar, options)
     data = {**report, "archived": report.archived, "dry_run": dry_run, "source": name,
             "format": source, "skips": report.skips}
+    if history is not None:
+        data["history"] = history.to_dict()
     verb = "would import" if dry_run else "imported"
     archived = f", {report.archived} into the archive" if report.archived else ""
     lines = [f"{verb} {report['created']} memories ({report['skipped']} skipped,"
              f" {report['links']} links{archived}) from {name} ({source})"]
     lines += [_skip_line(s) for s in report.skips]
+    if history is not None:
+        lines.append(_history_line(history, dry_run))
     # soft_wrap: a long path stays on its line (the terminal wraps it, not rich)
     _emit(ctx, data, lambda console: console.print("\n".join(lines), markup=False,
                                                    soft_wrap=True))
+
+
+def _history_line(history: HistoryImport, dry_run: bool) -> str:
+    """``  chat history: 12 messages of 2 sessions (clawmem chat --session ID resumes one)``"""
+    verb = "would add" if dry_run else "added"
+    present = (f"; {history.present} already had a history here, left as they are"
+               if history.present else "")
+    return (f"  chat history: {verb} {history.messages} messages of {history.conversations}"
+            f" sessions{present} (clawmem chat --session ID resumes one)")
 
 
 def _skip_line(group: dict[str, Any]) -> str:
@@ -236,16 +252,26 @@ def _skip_line(group: dict[str, Any]) -> str:
 
 
 def _run_import(mem: Memory, path: str, source: str, dry_run: bool,
-                bar: _Bar, options: dict[str, Any]) -> tuple[ImportReport, str]:
+                bar: _Bar, options: dict[str, Any]
+                ) -> tuple[ImportReport, str, HistoryImport | None]:
     if path == "-":
         if source not in {"json", "ptrclaw", "ptrclaw-json"}:
             raise InvalidInputError(f"stdin (-) holds a JSON snapshot; {source} needs a path")
         text, name = _read_source(path)
-        return mem.import_snapshot(text, source=name, dry_run=dry_run), name
+        return mem.import_snapshot(text, source=name, dry_run=dry_run), name, None
     parsed = read_source(source, path, namespace=mem.namespace, now=mem.clock(),
                   max_chars=mem.settings.storage.max_content_chars, progress=bar, **options)
+    if not parsed.records and parsed.skipped:
+        # Every item was left out: exit 0 with "imported 0" would read as success, and is
+        # what a file given under the wrong --from used to do.
+        reasons = Counter(s.reason for s in parsed.skipped).most_common(3)
+        why = "; ".join(f"{n} {reason}" for reason, n in reasons)
+        raise ImportFormatError(f"nothing to import: all {len(parsed.skipped)} items were"
+                                f" skipped ({why}); is --from {source} right?", path=path)
     bar.phase("checking" if dry_run else "writing")
-    return mem.import_records(parsed, dry_run=dry_run), path
+    report = mem.import_records(parsed, dry_run=dry_run)
+    history = import_history(mem, parsed.history, dry_run=dry_run) if parsed.history else None
+    return report, path, history
 
 
 # --- copy between backends ----------------------------------------------------------------------

@@ -25,7 +25,7 @@ from clawmemory.auth import Access, Role
 from clawmemory.errors import AuthenticationError, ClawMemoryError, InvalidInputError
 from clawmemory.interfaces.rest import ACCESS, COOKIE, Service, error_response
 from clawmemory.interfaces.rest_routes import read_cursor, write_cursor
-from clawmemory.model import KINDS
+from clawmemory.model import KINDS, legible
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -283,7 +283,7 @@ def _error_page(request: Request, exc: ClawMemoryError) -> Response:
 
 def _fmt(value: Any) -> str:
     if isinstance(value, float):
-        return f"{value:.4g}"
+        return legible(value)
     return str(value)
 
 

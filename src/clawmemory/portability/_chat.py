@@ -22,10 +22,14 @@ from clawmemory.portability._common import Progress, parse_time, stable_id, tick
 from clawmemory.snapshot import ParsedSnapshot, Skip
 from clawmemory.validation import check_content, check_label, check_metadata
 
-__all__ = ["Conversation", "Message", "read_conversations"]
+__all__ = ["Conversation", "Message", "check_shape", "read_conversations"]
 
 ROLES = frozenset({"user", "assistant"})
 NOT_A_CONVERSATION = "not a conversation"
+# The key only one export's conversations have -> that export's --from name: how a file given
+# under the wrong --from is recognised (the other fields, ids and titles, are alike).
+_SHAPES = {"mapping": "chatgpt", "chat_messages": "claude"}
+_LABELS = {"chatgpt": "ChatGPT", "claude": "Claude"}
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,24 @@ class Conversation:
     title: str
     time: Any
     messages: list[Message]
+
+
+def check_shape(items: list[Any], source: str, file: Path) -> None:
+    """Refuse a non-empty export none of whose conversations has ``source``'s shape: without
+    this, a Claude export read as ChatGPT's skips every conversation and imports nothing
+    without an error. Names the right ``--from`` when the shape is another export's."""
+    objects = [item for item in items if isinstance(item, dict)]
+    if not items or any(key in item for item in objects for key, name in _SHAPES.items()
+                        if name == source):
+        return
+    label = _LABELS[source]
+    other = next((name for item in objects for key, name in _SHAPES.items()
+                  if key in item and name != source), None)
+    hint = (f"; it looks like a {_LABELS[other]} export: use --from {other}" if other
+            else "")
+    key = next(k for k, name in _SHAPES.items() if name == source)
+    raise ImportFormatError(f"not a {label} export: none of its {len(items)} conversations"
+                            f" has {label}'s '{key}'{hint}", path=str(file))
 
 
 def read_conversations(

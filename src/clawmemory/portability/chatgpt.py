@@ -30,7 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from clawmemory.errors import ImportFormatError, InvalidInputError
-from clawmemory.portability._chat import Conversation, Message, read_conversations, texts
+from clawmemory.portability._chat import (
+    Conversation,
+    Message,
+    check_shape,
+    read_conversations,
+    texts,
+)
 from clawmemory.portability._common import Progress, load_json
 from clawmemory.snapshot import ParsedSnapshot
 
@@ -53,6 +59,7 @@ def read_chatgpt(
     if not isinstance(doc, list):
         raise ImportFormatError("not a ChatGPT export: conversations.json holds a list of"
                                 " conversations", path=str(file))
+    check_shape(doc, SOURCE, file)
     return read_conversations(doc, _conversation, source=SOURCE, file=file,
                               namespace=namespace, now=now, max_chars=max_chars,
                               progress=progress)

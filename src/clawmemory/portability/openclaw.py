@@ -206,7 +206,7 @@ def read_openclaw(
 ) -> ParsedSnapshot:
     """Read an OpenClaw workspace (a folder with ``MEMORY.md`` and/or ``memory/``), its
     ``memory/`` folder, or one file. Every memory is validated before anything is returned."""
-    files = _files(Path(path))
+    files = _files(Path(path).expanduser())  # "~/.openclaw/workspace" as docs write it
     parsed = ParsedSnapshot()
     for done, file in enumerate(files, 1):
         rel = _relative(file)

@@ -5,8 +5,11 @@ session_id, event_time, created_at, valid_until, confidence, access_count, last_
 decay_rate, source_ids (JSON), source_role, tags (JSON); ``attributes`` (JSON) → metadata, and
 an ``attributes.supersedes`` (set by 004's resolve_conflict) also fills ``supersedes``.
 
-- ``entities`` + ``memory_entities``: the canonical names of a memory's entities are kept as
-  ``metadata["entities"]`` (sorted), for entity linking to pick up; entity rows are not copied.
+- ``entities`` + ``memory_entities``: a memory is linked to its entities with 004's types
+  (``ParsedSnapshot.entities``: "Bob" stays a person, "Project Alpha" a project, where the
+  extractor alone would make them ``other``; a type this engine lacks becomes ``other``), and
+  their canonical names are kept as ``metadata["entities"]`` (sorted). Entity rows themselves
+  (aliases, summaries, counts) are not copied: linking builds them.
 - ``sessions_consolidations``: kept as ``metadata["session_consolidated_at"]`` (epoch seconds) on
   every memory of a session 004 had already consolidated, so a consolidator here need not extract
   the same facts again; pending sessions leave no trace.
@@ -68,8 +71,9 @@ def read_sandbox_db(
             with located(file, row=partial(row_label, "memories", n, row.get("id"))):
                 record = _record(row, namespace, now, max_chars)
                 meta = dict(record.metadata)
-                if names := entities.get(record.id):
-                    meta["entities"] = names
+                if typed := entities.get(record.id):
+                    meta["entities"] = [name for name, _ in typed]
+                    parsed.entities[record.id] = tuple(typed)
                 if record.session_id in consolidated:
                     meta["session_consolidated_at"] = consolidated[record.session_id]
                 parsed.records.append(record.evolve(metadata=check_metadata(meta)))
@@ -77,22 +81,25 @@ def read_sandbox_db(
     return parsed
 
 
-def _entities(db: SQLiteSource) -> dict[str, list[str]]:
-    """memory id → canonical names of its entities. Both tables are optional (an older
-    database), but when present they must have the 004 columns."""
+def _entities(db: SQLiteSource) -> dict[str, list[tuple[str, str]]]:
+    """memory id → (canonical name, type) of its entities, sorted by name. Both tables are
+    optional (an older database), but when present they must have the 004 columns; ``type``
+    is optional (``other`` without it)."""
     if "memory_entities" not in db.tables or "entities" not in db.tables:
         return {}
     db.columns("memory_entities", ("memory_id", "entity_id"))
-    db.columns("entities", ("id", "canonical_name"))
-    names: dict[str, set[str]] = defaultdict(set)
-    sql = ("SELECT me.memory_id AS memory_id, e.canonical_name AS name FROM memory_entities me"
+    typed = "type" in db.columns("entities", ("id", "canonical_name"))
+    found: dict[str, dict[str, str]] = defaultdict(dict)
+    sql = ("SELECT me.memory_id AS memory_id, e.canonical_name AS name,"
+           f" {'e.type' if typed else 'NULL'} AS type FROM memory_entities me"
            " JOIN entities e ON e.id = me.entity_id")
     for n, row in enumerate(db.rows(sql), 1):
         with located(db.path, row=row_label("memory_entities", n, row["memory_id"])):
             mid, name = text(row["memory_id"], "memory_id"), text(row["name"], "canonical_name")
+            kind = text(row["type"], "type") or "other"
         if mid and name and name.strip():
-            names[mid].add(name.strip())
-    return {mid: sorted(found) for mid, found in names.items()}
+            found[mid].setdefault(name.strip(), kind)
+    return {mid: sorted(names.items()) for mid, names in found.items()}
 
 
 def _consolidated(db: SQLiteSource) -> dict[str | None, float]:

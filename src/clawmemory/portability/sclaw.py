@@ -9,7 +9,11 @@ what it needs and uses what else is there:
 - ``messages(session_id, seq, role, content, [created_at], [tool_calls], [tool_call_id],
   [name], [metadata])`` → ``episode`` memories with ``source_role`` = role (user and assistant
   turns only: system prompts and tool results are not memories; empty turns, e.g. an assistant
-  turn that only calls tools, are skipped). Optional: ``include_messages=False``.
+  turn that only calls tools, are skipped), and the same turns, in order, as the session's
+  conversation history (``ParsedSnapshot.history``, key ``cli:<session_id>:``), so
+  ``clawmem chat --session <session_id>`` (or an agent on channel ``cli``) resumes the
+  conversation where 001 left it; the episodes stay, for recall and consolidation, as a
+  conversation held here keeps both. Optional: ``include_messages=False`` (neither).
 - ``summaries(session_id, summary|content, [updated_at|created_at])`` → ``summary`` memories.
 
 Times may be Unix seconds/ms/ns, ISO-8601 or Go's ``time.Time`` text; a missing one means the
@@ -24,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from clawmemory.errors import InvalidInputError
+from clawmemory.history.base import persistence_key
+from clawmemory.llm.base import Message, Role
 from clawmemory.model import KINDS, MemoryRecord
 from clawmemory.portability._common import (
     Progress,
@@ -43,6 +49,9 @@ from clawmemory.validation import check_content, check_metadata, check_tags
 __all__ = ["read_sclaw_db"]
 
 _ROLES = frozenset({"user", "assistant"})
+# The channel of the history keys: ``clawmem chat``'s (interfaces/cli_chat.py CHANNEL), so
+# ``clawmem chat --session ID`` finds the conversation 001 kept under session ID.
+HISTORY_CHANNEL = "cli"
 _MESSAGE_EXTRAS = ("tool_calls", "tool_call_id", "name")
 
 
@@ -79,9 +88,18 @@ def read_sclaw_db(
                     record = build(row, cols, namespace, now, max_chars)
                 if record is not None:
                     parsed.records.append(record)
+                    if table == "messages" and record.session_id:
+                        key = persistence_key(HISTORY_CHANNEL, record.session_id)
+                        parsed.history.setdefault(key, []).append(_turn(record))
                 done += 1
                 tick(progress, done, total)
     return parsed
+
+
+def _turn(record: MemoryRecord) -> Message:
+    """An imported episode as the history message it was (user or assistant text)."""
+    role: Role = "user" if record.source_role == "user" else "assistant"
+    return Message(role, record.content)
 
 
 def _label(table: str, number: int, row: dict[str, Any]) -> str:

@@ -18,6 +18,15 @@ When the recall passes, candidates found by similarity alone (no query word, ent
 with a cosine below ``floor_candidate_cosine`` are dropped: they are the far neighbours every vector
 search returns. ``recall.relevance_floor = false`` turns all of it off.
 
+A keyword match counts as a matched word only when the word tells memories apart, or the
+candidate holds every word of the query. FTS5 gives a word held by at least half of the
+namespace's memories an idf of 1e-6 (its BM25 then sums to under ``UNINFORMATIVE_BM25``), and
+the substring fallback's fragments are no word at all: such a candidate is treated as found by
+similarity alone, for the gate and for the trim. In a small namespace this is what kept
+"every day" finding "User prefers dark mode in every editor" (BM25 1e-6, cosine 0.08); "16"
+still finds the one memory about Postgres 16 (it holds the whole query). PostgreSQL's idf
+never reaches zero, so there only the fallback's fragments are affected.
+
 Those cosines are centred (ADR 0007), which spreads them wider than plain cosines. A namespace
 with fewer than ``centre_min_rows`` vectors has plain cosines; there ``floor_plain_cosine``
 replaces the first two thresholds and ``floor_plain_candidate`` the last two (measured on the
@@ -33,7 +42,12 @@ from dataclasses import dataclass
 from clawmemory.config import RecallSettings
 from clawmemory.search.fusion import Fused
 
-__all__ = ["apply_floor"]
+__all__ = ["UNINFORMATIVE_BM25", "apply_floor"]
+
+# FTS5 clamps a non-positive idf to 1e-6, so a candidate holding only such words scores at most
+# 1e-6 × (k1 + 1) per query term (a query has at most sanitize.MAX_TERMS): far below this, while
+# the smallest real idf (a word in just under half of the memories) gives ~0.01.
+UNINFORMATIVE_BM25 = 1e-4
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,8 +78,17 @@ def apply_floor(
     if not any(_evidence(f, mode, t, cfg, n_terms, term_sets.get(m)) for m, f in fused.items()):
         return {}
     return {m: f for m, f in fused.items()
-            if "keyword" in f.lists or "entity" in f.lists or "time" in f.lists
-            or _cosine(f) >= t.candidate}
+            if _word_match(f, n_terms, term_sets.get(m)) or "entity" in f.lists
+            or "time" in f.lists or _cosine(f) >= t.candidate}
+
+
+def _word_match(f: Fused, n_terms: int, words: frozenset[str] | None) -> bool:
+    """``f`` holds a query word that tells memories apart, or all of the query's words
+    (module docstring)."""
+    bm25 = f.lists.get("keyword", {}).get("bm25")
+    if bm25 is None:
+        return False
+    return bm25 >= UNINFORMATIVE_BM25 or (words is not None and 0 < n_terms <= len(words))
 
 
 def _cosine(f: Fused) -> float:
@@ -81,10 +104,10 @@ def _evidence(
         return cos >= t.vector
     if "entity" in f.lists or "time" in f.lists or cos >= t.alone:
         return True
-    kw = f.lists.get("keyword")
-    if kw is None or "bm25" not in kw:
+    if not _word_match(f, n_terms, words):
         # The substring fallback runs when the index found none of the query's words; what
-        # it finds then are fragments and function words ("what", "of"): no evidence.
+        # it finds then are fragments and function words ("what", "of"): no evidence. Nor is
+        # a word most memories hold.
         return False
     share = len(words) / n_terms if words is not None and n_terms else 0.0
     return share >= cfg.floor_keyword_share or cos >= t.with_word

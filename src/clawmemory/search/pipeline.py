@@ -32,7 +32,12 @@ from clawmemory.search import fusion
 from clawmemory.search.floor import apply_floor
 from clawmemory.search.fusion import Fused
 from clawmemory.search.ranking import factors
-from clawmemory.search.sanitize import content_terms, like_tokens, sanitize_terms
+from clawmemory.search.sanitize import (
+    MAX_LIKE_WORDS,
+    content_terms,
+    like_tokens,
+    sanitize_terms,
+)
 from clawmemory.search.temporal import (
     Period,
     asks_when,
@@ -109,7 +114,9 @@ class Retriever:
         if hits:
             return Candidates("keyword", "bm25", [(h.info, h.relevance) for h in hits]), terms
         tokens = like_tokens(req.query)
-        hits = self.store.like_search(req.namespace, tokens, req.flt, limit=pool)
+        if len(content_terms(tokens)) > MAX_LIKE_WORDS:  # a long query: no fallback (sanitize)
+            tokens = []
+        hits = self.store.like_search(req.namespace, tokens, req.flt, limit=pool) if tokens else []
         return (
             Candidates(
                 "keyword",

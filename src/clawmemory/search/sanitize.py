@@ -21,10 +21,17 @@ import re
 import unicodedata
 
 __all__ = [
-    "MAX_TERMS", "STOPWORDS", "content_terms", "is_phrase", "like_tokens", "sanitize_terms",
+    "MAX_LIKE_WORDS", "MAX_TERMS", "STOPWORDS", "content_terms", "is_phrase", "like_tokens",
+    "sanitize_terms",
 ]
 
 MAX_TERMS = 32  # bounds query cost; a longer query adds little after this many distinct words
+# The substring fallback (000) is for a short keyword query the index cannot match ("pay" for
+# "payment", "C"): it reads every memory's text once per token, so a long query that matched
+# nothing (a pasted page, ~1,000 words) cost 16 scans of the namespace. A query with more
+# distinct content words than this gets no fallback: what it would find are fragments the
+# relevance floor does not count anyway.
+MAX_LIKE_WORDS = 8
 # A compound of more parts than this is not an identifier but a run of punctuated text: its
 # parts are searched as words (and a phrase query stays short).
 MAX_COMPOUND_PARTS = 8
@@ -43,20 +50,23 @@ _NOT_WORD = re.compile(r"[^\w.\-/:]+")  # \w is unicode-aware: letters and digit
 def sanitize_terms(query: str) -> list[str]:
     """The distinct search terms of ``query``, lower-cased, in order of first appearance: words
     of two characters or more, and whole numbers and identifiers (module docstring)."""
-    seen: dict[str, None] = {}
-    for chunk in _chunks(query):
-        for term in _chunk_terms(chunk, min_len=2):
-            seen.setdefault(term, None)
-    return list(seen)[:MAX_TERMS]
+    return _distinct(query, min_len=2)
 
 
 def like_tokens(query: str) -> list[str]:
     """Words for the substring fallback (000): like ``sanitize_terms`` but keeps 1-char words,
     so a query such as "C" or "R" can still find something."""
+    return _distinct(query, min_len=1)
+
+
+def _distinct(query: str, *, min_len: int) -> list[str]:
+    """The first ``MAX_TERMS`` distinct terms: the rest of a long query is not even split."""
     seen: dict[str, None] = {}
     for chunk in _chunks(query):
-        for term in _chunk_terms(chunk, min_len=1):
+        for term in _chunk_terms(chunk, min_len=min_len):
             seen.setdefault(term, None)
+        if len(seen) >= MAX_TERMS:
+            break
     return list(seen)[:MAX_TERMS]
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, JsonValue, field_validator, model_validator
 
 from clawmemory.errors import InvalidInputError, NotFoundError
-from clawmemory.model import KIND_ALIASES, KINDS, MemoryRecord, as_kind, normalize_kind
+from clawmemory.model import KIND_ALIASES, KINDS, MemoryRecord, as_kind, legible, normalize_kind
 from clawmemory.tools.base import (
     MAX_RESULTS,
     IdRef,
@@ -184,7 +184,7 @@ def render_record(r: MemoryRecord, relevance: float | None = None) -> str:
     if r.tags:
         extras.append("tags: " + ", ".join(r.tags))
     if relevance is not None:
-        extras.append(f"relevance: {relevance:.3g}")
+        extras.append(f"relevance: {legible(relevance, 3)}")
     elif r.score:
         extras.append(f"score: {r.score}")
     if not r.is_valid:

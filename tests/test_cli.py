@@ -140,7 +140,8 @@ def test_forget_one_then_the_whole_namespace(tmp_path: Path) -> None:
     seed(db, namespace="other")
 
     forgot = ok(clawmem("--db", db, "--json", "forget", "hmac-rule", cwd=tmp_path)).json()
-    assert forgot == {"deleted": 1, "id": ids["hmac-rule"], "key": "hmac-rule"}
+    assert forgot == {"deleted": 1, "id": ids["hmac-rule"], "key": "hmac-rule", "versions": [],
+                      "derived": [], "reopened_sessions": []}
     with Memory.open(db) as mem, pytest.raises(NotFoundError):
         mem.get(ids["hmac-rule"])
 

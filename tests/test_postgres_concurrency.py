@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from clawmemory import Memory, Settings
@@ -115,3 +116,31 @@ def test_eight_processes_observing_one_session_keep_one_chain_and_recalls_never_
                   "tracebacks": logged.count("Traceback"), **chain_faults(mem, SESSION)}
         assert faults == dict.fromkeys(faults, 0), f"{faults}\n{logged[-3000:]}"
         assert sum(r.access_count for r in stored) > 0  # the recalls were counted
+
+
+def test_repair_mends_entity_links_and_a_forked_chain_on_postgresql(url: str) -> None:
+    with Memory.open(url, settings=NO_MODEL) as mem:
+        turns = [mem.observe("user", f"Turn {i} with Carol Baker about Paris", "s1")
+                 for i in range(6)]
+        fact = mem.store("Dave Smith runs the Lisbon office")
+    # What a crash between a record and its derived rows leaves, plus the fork two concurrent
+    # turns left before the chain was serialised: both linked to the same predecessor.
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("DELETE FROM memory_entities WHERE memory_id = ANY(%s)",
+                     ([turns[1], turns[4], fact],))
+        conn.execute("DELETE FROM links WHERE a_id = %s AND b_id = %s",
+                     tuple(sorted((turns[2], turns[3]))))
+        conn.execute("INSERT INTO links VALUES ('default', %s, %s, 1.0, 'sequence', 0, 0)",
+                     tuple(sorted((turns[1], turns[3]))))
+    with Memory.open(url, settings=NO_MODEL) as mem:
+        assert chain_faults(mem, "s1") == {"forks": 1, "heads": 1, "out_of_order": 1,
+                                           "unlinked": 1}
+        assert mem.entity_info("Dave Smith")["memories"] == []
+        counts = mem.repair()
+        assert (counts["entity_links"], counts["sequence_links"], counts["skipping_links"]) == (
+            3, 1, 1)
+        assert chain_faults(mem, "s1") == {"forks": 0, "heads": 0, "out_of_order": 0,
+                                           "unlinked": 0}
+        assert {r.id for r in mem.entity_info("Carol Baker", limit=50)["memories"]} == set(turns)
+        assert [r.id for r in mem.entity_info("Dave Smith")["memories"]] == [fact]
+        assert mem.repair()["sequence_links"] == 0  # the next run starts where this one ended

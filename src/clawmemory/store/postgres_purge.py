@@ -81,15 +81,18 @@ def purge(store: PostgresStore) -> dict[str, int]:
             log.warning("forgotten text is not purged from PostgreSQL's files: this role does"
                         " not own the tables (docs/postgres.md)")
             return {"purge_not_permitted": 1}
-        notices: list[Any] = []
-        conn.add_notice_handler(notices.append)
+        details: list[str] = []
+
+        def notice(diag: Any) -> None:  # a Diagnostic is valid only inside the callback
+            details.append(str(diag.message_detail or ""))
+
+        conn.add_notice_handler(notice)
         try:
             for table in tables:
                 conn.execute(f"VACUUM (FULL, VERBOSE) {table}")
         finally:
-            conn.remove_notice_handler(notices.append)
-        kept = sum(int(m.group(1)) for n in notices
-                   if (m := _KEPT.search(str(n.message_detail or ""))))
+            conn.remove_notice_handler(notice)
+        kept = sum(int(m.group(1)) for d in details if (m := _KEPT.search(d)))
         counts["purged_tables"] = len(tables)
         counts.update(_retire_wal(conn))
     if kept:

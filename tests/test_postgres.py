@@ -259,6 +259,7 @@ def test_forgotten_text_leaves_the_data_directory_within_one_default_maintenance
         assert any(f.startswith("base/") for f in data_files_holding(postgres_server, markers))
         mem.forget("vault")
         mem.forget(other)
+        assert mem.preview_maintenance("repair")[0]["counts"]["purge_pending"] == 1
         runs = {r.job: r for r in mem.maintain()}  # the default: every job once
         assert data_files_holding(postgres_server, markers) == {}
         assert runs["repair"].outcome == "ok"

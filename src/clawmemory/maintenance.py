@@ -233,8 +233,13 @@ def _repair(mem: Memory, ctx: JobContext) -> Counts:
 
 def _preview_repair(mem: Memory, ctx: JobContext) -> lifecycle.Report:
     """What repair will embed; the links it rebuilds are found by the run itself (it reads
-    each session's turns), and none of them changes a memory."""
-    return lifecycle.Report({"vectors_queued": mem.components.queued(None)})
+    each session's turns), and none of them changes a memory. On PostgreSQL: whether it will
+    purge forgotten text from the server's files (``purge_pending``)."""
+    counts = {"vectors_queued": mem.components.queued(None)}
+    pending = getattr(mem.store_backend, "purge_pending", None)
+    if callable(pending) and pending():
+        counts["purge_pending"] = 1
+    return lifecycle.Report(counts)
 
 
 def _llm_step(name: str) -> JobFn:

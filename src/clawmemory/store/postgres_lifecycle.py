@@ -253,6 +253,10 @@ class LifecycleMixin:
                           json.loads(cnt or "{}"), m or "")
                 for i, ns, j, s, f, o, cnt, m in rows]
 
+    def purge_pending(self) -> bool:
+        """Whether something was deleted since the last completed purge."""
+        return purge.pending(self)
+
     def purge_forgotten(self) -> dict[str, int]:
         """If something was deleted since the last purge: rewrite the tables that held it and
         retire the WAL that logged it (``postgres_purge``; the ``repair`` maintenance job)."""

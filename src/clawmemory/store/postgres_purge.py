@@ -40,7 +40,7 @@ PENDING = "purge_pending"  # meta key: set by a delete, cleared by the purge tha
 # ``forget`` and is left alone.
 TEXT_TABLES = ("memories", "memories_archive", "vec_memories", "entities", "memory_entities",
                "links", "memory_sources", "vector_queue")
-WORK_MEM = "1GB"  # maintenance_work_mem while the tables are rewritten (an upper bound)
+WORK_MEM = "2GB"  # maintenance_work_mem while rewriting, as bulk_load: a 1M-vector graph fits
 _KEPT = re.compile(r"(\d+) dead row versions cannot be removed yet")
 
 

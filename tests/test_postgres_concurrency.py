@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import subprocess
 import sys
 import time
@@ -144,3 +145,24 @@ def test_repair_mends_entity_links_and_a_forked_chain_on_postgresql(url: str) ->
         assert {r.id for r in mem.entity_info("Carol Baker", limit=50)["memories"]} == set(turns)
         assert [r.id for r in mem.entity_info("Dave Smith")["memories"]] == [fact]
         assert mem.repair()["sequence_links"] == 0  # the next run starts where this one ended
+
+
+def test_a_failed_access_count_write_logs_one_line_and_keeps_the_counts(
+    url: str, caplog: pytest.LogCaptureFixture,
+) -> None:
+    from clawmemory.search.access import AccessTracker
+
+    store = PostgresStore(url)
+    tracker = AccessTracker(store, delay_s=0.01)
+    store.close()  # every write fails from now on, as when the server is gone
+    with caplog.at_level(logging.WARNING, logger="clawmemory"):
+        tracker.record("default", ["m1", "m2"], 1.0)
+        deadline = time.time() + 10
+        while not caplog.records and time.time() < deadline:
+            time.sleep(0.01)
+        tracker._closed = True  # stop the retrying thread; the test is over
+        tracker._wake.set()
+    first = caplog.records[0]
+    assert first.getMessage().startswith("could not write access counts yet (")
+    assert "\n" not in first.getMessage() and first.exc_info is None  # one line
+    assert tracker.pending == 1  # kept for the next flush

@@ -272,7 +272,8 @@ def test_forgotten_text_leaves_the_data_directory_within_one_default_maintenance
 def test_a_purge_an_old_snapshot_holds_back_stays_pending_until_the_next_run(
         url: str, purging_server: str, clock: Clock) -> None:
     postgres_server = purging_server
-    with Memory(PostgresStore(url), Settings(), clock=clock, embedder=HashEmbedder()) as mem:
+    store = PostgresStore(url)
+    with Memory(store, Settings(), clock=clock, embedder=HashEmbedder()) as mem:
         mem.store_many({"content": f"ordinary note {i}"} for i in range(20))
         secret = mem.store("The locker code is Yb39qd71, said Ottoline")
         # A transaction that took its snapshot before the forget (on another table: it must
@@ -284,7 +285,7 @@ def test_a_purge_an_old_snapshot_holds_back_stays_pending_until_the_next_run(
             held = mem.maintain("repair")[0].counts
             old.execute("COMMIT")
         assert held["purge_deferred"] == 1
-        assert mem.store_backend.meta("purge_pending") is not None
+        assert store.purge_pending()
         again = mem.maintain("repair")[0].counts
         assert "purge_deferred" not in again and again["purged_tables"] >= 6
         assert data_files_holding(postgres_server, ["Yb39qd71"]) == {}

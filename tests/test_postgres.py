@@ -215,6 +215,82 @@ def test_forget_one_memory_leaves_no_row_of_it(url: str, clock: Clock) -> None:
     store.close()
 
 
+def data_files_holding(server: str, words: Sequence[str]) -> dict[str, int]:
+    """Every file under the server's data directory that holds one of ``words`` in any case
+    (a tsvector keeps lower-cased lexemes), with how many times."""
+    with psycopg.connect(server) as conn:
+        row = conn.execute("SHOW data_directory").fetchone()
+    assert row is not None
+    found: dict[str, int] = {}
+    for path in Path(row[0]).rglob("*"):
+        if path.is_file():
+            data = path.read_bytes().lower()
+            n = sum(data.count(w.lower().encode()) for w in words)
+            if n:
+                found[str(path.relative_to(row[0]))] = n
+    return found
+
+
+@pytest.fixture
+def purging_server(postgres_server: str) -> str:
+    """The session's server set up as docs/postgres.md tells a user who must purge forgotten
+    text: WAL segments are deleted, not renamed for reuse with their old bytes."""
+    with psycopg.connect(postgres_server, autocommit=True) as conn:
+        conn.execute("ALTER SYSTEM SET wal_recycle = off")
+        conn.execute("SELECT pg_reload_conf()")
+    return postgres_server
+
+
+def test_forgotten_text_leaves_the_data_directory_within_one_default_maintenance_run(
+        url: str, purging_server: str, clock: Clock) -> None:
+    postgres_server = purging_server
+    markers = ("Zq81kv93wander", "Xr52pm17lantern", "Wt64bn28harbour")
+    with Memory(PostgresStore(url), Settings(), clock=clock, embedder=HashEmbedder()) as mem:
+        mem.store_many({"content": f"ordinary note {i} about gardening"} for i in range(300))
+        mem.store(f"The vault word is {markers[0]}", key="vault")
+        mem.correct("vault", f"The vault word is {markers[1]}")  # a second version
+        other = mem.store(f"{markers[2]} is the name of the boat")
+        mem.update(other, content=f"{markers[2]} is the name of the old boat")  # a dead row
+        assert {h.memory.key for h in mem.recall(markers[1], limit=3)} >= {"vault"}
+        mem.flush()  # the access counts: one more row version each
+        with psycopg.connect(postgres_server, autocommit=True) as conn:
+            conn.execute("ANALYZE")
+            conn.execute("CHECKPOINT")  # in the table files, not only the WAL
+        assert any(f.startswith("base/") for f in data_files_holding(postgres_server, markers))
+        mem.forget("vault")
+        mem.forget(other)
+        assert mem.preview_maintenance("repair")[0]["counts"]["purge_pending"] == 1
+        runs = {r.job: r for r in mem.maintain()}  # the default: every job once
+        assert data_files_holding(postgres_server, markers) == {}
+        assert runs["repair"].outcome == "ok"
+        assert runs["repair"].counts["purged_tables"] >= 6
+        assert "wal_recycle_on" not in runs["repair"].counts
+        assert mem.count() == 300
+        assert "purged_tables" not in mem.maintain("repair")[0].counts  # nothing pending
+
+
+def test_a_purge_an_old_snapshot_holds_back_stays_pending_until_the_next_run(
+        url: str, purging_server: str, clock: Clock) -> None:
+    postgres_server = purging_server
+    store = PostgresStore(url)
+    with Memory(store, Settings(), clock=clock, embedder=HashEmbedder()) as mem:
+        mem.store_many({"content": f"ordinary note {i}"} for i in range(20))
+        secret = mem.store("The locker code is Yb39qd71, said Ottoline")
+        # A transaction that took its snapshot before the forget (on another table: it must
+        # not hold a lock the rewrite waits for) may still read the deleted row.
+        with psycopg.connect(postgres_server, autocommit=True) as old:
+            old.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            old.execute("SELECT 1 FROM pg_class LIMIT 1")
+            mem.forget(secret)
+            held = mem.maintain("repair")[0].counts
+            old.execute("COMMIT")
+        assert held["purge_deferred"] == 1
+        assert store.purge_pending()
+        again = mem.maintain("repair")[0].counts
+        assert "purge_deferred" not in again and again["purged_tables"] >= 6
+        assert data_files_holding(postgres_server, ["Yb39qd71"]) == {}
+
+
 # --- tenant policies (row-level security) ------------------------------------------------------
 def test_a_role_bound_to_one_tenant_cannot_read_or_write_another(url: str) -> None:
     owner = PostgresStore(url)
@@ -260,7 +336,8 @@ def test_migrations_are_recorded_once_and_a_foreign_schema_is_refused(
         versions = conn.execute("SELECT version, description FROM schema_version ORDER BY 1")
         assert versions.fetchall() == [(1, "001_initial.sql"), (2, "002_tenant_policies.sql"),
                                        (3, "003_event_time_index.sql"), (4, "004_api_keys.sql"),
-                                       (5, "005_entity_links_by_recency.sql")]
+                                       (5, "005_entity_links_by_recency.sql"),
+                                       (6, "006_no_text_in_statistics.sql")]
     other = postgres_url(request, tmp_path / "other")
     with psycopg.connect(other, autocommit=True) as conn:
         conn.execute("CREATE TABLE invoices (id int)")

@@ -9,7 +9,8 @@ consolidate    0 3 * * *      yes        004 session consolidation (the LLM laye
 decay          0 4 * * *      no         000 hygiene + idle purge, 004 decay, 003 pruning [2]
 reflect        0 3 * * 0      yes        004 weekly reflection (the LLM layer plugs in)
 repair         15 * * * *     no         embed queued memories (ADR 0013), rebuild missing
-                                         entity links and turn-to-turn chains (repair.py)
+                                         entity links and turn-to-turn chains (repair.py);
+                                         PostgreSQL: purge forgotten text from its files
 =============  =============  =========  ====================================================
 
 [1] enrichment needs spaCy or an LLM; with neither it is skipped and says so.
@@ -235,13 +236,22 @@ def _enrich(mem: Memory, ctx: JobContext) -> Counts:
 
 
 def _repair(mem: Memory, ctx: JobContext) -> Counts:
-    return mem.repair()
+    """Derived rows (repair.py); on PostgreSQL also the purge of forgotten text from the
+    server's files, when a forget asked for one (store/postgres_purge.py)."""
+    counts = mem.repair()
+    purge = getattr(mem.store_backend, "purge_forgotten", None)
+    return {**counts, **purge()} if callable(purge) else counts
 
 
 def _preview_repair(mem: Memory, ctx: JobContext) -> lifecycle.Report:
     """What repair will embed; the links it rebuilds are found by the run itself (it reads
-    each session's turns), and none of them changes a memory."""
-    return lifecycle.Report({"vectors_queued": mem.components.queued(None)})
+    each session's turns), and none of them changes a memory. On PostgreSQL: whether it will
+    purge forgotten text from the server's files (``purge_pending``)."""
+    counts = {"vectors_queued": mem.components.queued(None)}
+    pending = getattr(mem.store_backend, "purge_pending", None)
+    if callable(pending) and pending():
+        counts["purge_pending"] = 1
+    return lifecycle.Report(counts)
 
 
 def _llm_step(name: str) -> JobFn:

@@ -12,21 +12,25 @@ file (every namespace, as ``reindex`` does):
   before the chain was serialised) are removed.
 
 Entity and chain checks start where the last run stopped (``meta.repair_checked_seq``), so a
-nightly run reads only what arrived since.
+nightly run reads only what arrived since. SQLite and PostgreSQL both keep these rows (the same
+tables, a ``seq`` per memory); the in-process backends write everything under one lock.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from clawmemory.errors import ClawMemoryError
 from clawmemory.model import Filter, MemoryRecord
 
 if TYPE_CHECKING:
     from clawmemory.engine import Memory
+    from clawmemory.store.postgres import PostgresStore
     from clawmemory.store.sqlite import SQLiteStore
+
+    Rows: TypeAlias = SQLiteStore | PostgresStore
 
 __all__ = ["repair"]
 
@@ -36,15 +40,13 @@ BATCH = 500
 
 def repair(mem: Memory) -> dict[str, int]:
     """Repair the whole store behind ``mem``; counts of what was rebuilt."""
-    from clawmemory.store.sqlite import SQLiteStore
-
     counts = {"vectors": _vectors(mem), "entity_links": 0, "sequence_links": 0,
               "skipping_links": 0}
-    store = mem.store_backend
-    if not isinstance(store, SQLiteStore):
+    store = _database(mem)
+    if store is None:
         return counts  # in-process backends write everything under one lock
     mark = _mark(store)
-    head = int(store._query("SELECT COALESCE(MAX(seq), 0) FROM memories")[0][0])
+    head = int(_rows(store, "SELECT COALESCE(MAX(seq), 0) FROM memories")[0][0])
     if head <= mark:
         return counts
     for ns in store.namespaces():
@@ -54,9 +56,34 @@ def repair(mem: Memory) -> dict[str, int]:
             added, removed = _chains(view, store, mark, head)
             counts["sequence_links"] += added
             counts["skipping_links"] += removed
-    with store.write():
-        store.conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (MARK, str(head)))
+    _set_mark(store, head)
     return counts
+
+
+def _database(mem: Memory) -> Rows | None:
+    """The store as a database with the derived-row tables, or None (in-process backends)."""
+    from clawmemory.store.postgres import PostgresStore
+    from clawmemory.store.sqlite import SQLiteStore
+
+    store = mem.store_backend
+    return store if isinstance(store, SQLiteStore | PostgresStore) else None
+
+
+def _rows(store: Rows, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    """A read in either dialect: the queries here are written with SQLite's ``?``."""
+    if store.backend == "postgres":
+        sql = sql.replace("?", "%s")
+    return list(store._query(sql, args))
+
+
+def _set_mark(store: Rows, head: int) -> None:
+    from clawmemory.store.sqlite import SQLiteStore
+
+    if isinstance(store, SQLiteStore):
+        with store.write():
+            store.conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (MARK, str(head)))
+    else:
+        store.set_meta(MARK, str(head))
 
 
 def _vectors(mem: Memory) -> int:
@@ -71,15 +98,15 @@ def _vectors(mem: Memory) -> int:
     return done
 
 
-def _mark(store: SQLiteStore) -> int:
-    rows = store._query("SELECT value FROM meta WHERE key = ?", (MARK,))
+def _mark(store: Rows) -> int:
+    rows = _rows(store, "SELECT value FROM meta WHERE key = ?", (MARK,))
     try:
         return int(rows[0][0]) if rows else 0
     except ValueError:
         return 0
 
 
-def _entities(mem: Memory, store: SQLiteStore, mark: int, head: int) -> int:
+def _entities(mem: Memory, store: Rows, mark: int, head: int) -> int:
     """Link memories in (mark, head] that have no entity link; returns how many got some."""
     layer = mem.components.entity_layer()
     if layer is None:
@@ -87,7 +114,8 @@ def _entities(mem: Memory, store: SQLiteStore, mark: int, head: int) -> int:
     index, ner = layer
     linked = 0
     after = mark
-    while rows := store._query(
+    while rows := _rows(
+        store,
         "SELECT m.seq, m.id, m.content FROM memories m WHERE m.namespace = ? AND m.seq > ?"
         " AND m.seq <= ? AND NOT EXISTS (SELECT 1 FROM memory_entities e WHERE"
         " e.namespace = m.namespace AND e.memory_id = m.id) ORDER BY m.seq LIMIT ?",
@@ -102,14 +130,16 @@ def _entities(mem: Memory, store: SQLiteStore, mark: int, head: int) -> int:
     return linked
 
 
-def _chains(mem: Memory, store: SQLiteStore, mark: int, head: int) -> tuple[int, int]:
+def _chains(mem: Memory, store: Rows, mark: int, head: int) -> tuple[int, int]:
     """Make each session touched since ``mark`` one chain of sequence links."""
-    sessions = [str(r[0]) for r in store._query(
-        "SELECT DISTINCT session_id FROM memories WHERE namespace = ? AND seq > ? AND"
+    sessions = [str(r[0]) for r in _rows(
+        store, "SELECT DISTINCT session_id FROM memories WHERE namespace = ? AND seq > ? AND"
         " seq <= ? AND kind = 'episode' AND session_id IS NOT NULL", (mem.namespace, mark, head))]
     added = removed = 0
     for sid in sessions:
-        with store.write():  # against a concurrent observe() extending the same chain
+        # The namespace's writer transaction (PostgreSQL: its lock taken before the read):
+        # a concurrent observe() cannot extend the chain between reading and mending it.
+        with mem._transaction():
             episodes = store.list(mem.namespace, Filter(kinds=("episode",), session_id=sid),
                                   limit=1_000_000, order="oldest")
             a, r = _fix_chain(mem, episodes)

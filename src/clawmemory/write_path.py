@@ -10,8 +10,8 @@ worker (``observe()``), or by the next process that has the model loaded.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from clawmemory.model import MemoryRecord
@@ -57,8 +57,8 @@ class WritePathMixin:
     ) -> builtins.list[MemoryRecord]:
         """Write new records with everything derived from them: the link to the previous turn
         of their session, their entity links and their vector-queue rows, all in one
-        transaction (the store's write lock also serialises finding the previous turn, so
-        concurrent turns of one session form a single chain). Then their vectors: now
+        transaction (which is the namespace's only writer from its start, so concurrent turns of
+        one session form a single chain: ``_transaction``). Then their vectors: now
         (``vector_writes == "sync"``), by the background worker (``background``), or by the
         next process that has the model loaded (``"queue"``)."""
         records = self._event_times(records)
@@ -146,11 +146,26 @@ class WritePathMixin:
 
             fill_vectors(self.components, queue, entries, preceding)
 
-    def _transaction(self) -> AbstractContextManager[Any]:
-        """One write transaction on SQLite (re-entrant); elsewhere the process-wide write lock,
-        which is all the atomicity an in-process backend has."""
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """One write transaction (re-entrant) where the store has them; elsewhere the
+        process-wide write lock, which is all the atomicity an in-process backend has.
+
+        From its first statement the transaction is its namespace's only writer, so what it
+        reads before writing (a session's previous turn, the version it supersedes) cannot
+        change under it: SQLite's write lock covers the whole file; PostgreSQL takes the
+        namespace's advisory lock here (``lock_namespace``), not at the first insert, which
+        came after the previous turn had been read and let concurrent turns fork a chain."""
         write = getattr(self.store_backend, "write", None)
-        return write() if callable(write) else self.components.write_lock
+        if not callable(write):
+            with self.components.write_lock:
+                yield
+            return
+        with write():
+            lock = getattr(self.store_backend, "lock_namespace", None)
+            if callable(lock):
+                lock(self.namespace)
+            yield
 
     def _preceding(
         self, records: Sequence[MemoryRecord]

@@ -73,9 +73,7 @@ class AccessTracker:
             if not events or store is None:
                 return
             try:
-                with _transaction(store):
-                    for namespace, ids, now in events:
-                        store.touch(namespace, ids, now)
+                _replay(store, events)
             except Exception:
                 # Keep them for the next flush: a busy database must not lose counts.
                 with self._lock:
@@ -97,10 +95,24 @@ class AccessTracker:
             threading.Event().wait(self.delay_s)
             try:
                 self.flush()
-            except Exception:
-                log.warning("could not write access counts yet; will retry", exc_info=True)
+            except Exception as exc:
+                # Best effort, retried: one line, not the tracebacks of a busy database.
+                first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                log.warning("could not write access counts yet (%s); will retry", first)
                 self._wake.set()
                 threading.Event().wait(self.delay_s)
+
+
+def _replay(store: Store, events: Sequence[tuple[str, tuple[str, ...], float]]) -> None:
+    """Write queued touches in order, in one transaction; a backend that can write a burst in
+    one statement (PostgreSQL's ``touch_many``, ordered against deadlocks) does."""
+    touch_many = getattr(store, "touch_many", None)
+    if callable(touch_many):
+        touch_many(events)
+        return
+    with _transaction(store):
+        for namespace, ids, now in events:
+            store.touch(namespace, ids, now)
 
 
 def _transaction(store: Store) -> AbstractContextManager[object]:

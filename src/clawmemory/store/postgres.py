@@ -6,8 +6,9 @@ mode; writes run in ``write()``, one transaction on one connection that every ca
 thread joins (re-entrant, like ``SQLiteStore.write``). SQLite serialises writers with one file
 lock, and the write path relies on it (finding a session's previous turn, then linking to it;
 create-or-get of an entity or a key). Here every write transaction takes a transaction-level
-advisory lock on its namespace instead: writers of one tenant take turns, tenants write in
-parallel, readers never wait.
+advisory lock on its namespace instead (``Memory``'s write transactions at their start, before
+they read what they will build on: ``lock_namespace``): writers of one tenant take turns,
+tenants write in parallel, readers never wait.
 
 Full-text search uses a ``tsvector`` per memory with a GIN index (``postgres_search.py``),
 vectors live in pgvector (``vectors/postgres.py``), migrations in ``postgres_schema.py``.
@@ -174,6 +175,12 @@ class PostgresStore(SearchMixin, LifecycleMixin):
         except self._error as exc:
             raise StorageError(f"{self.path}: {exc}") from exc
 
+    def lock_namespace(self, namespace: str) -> None:
+        """Inside ``write()``: make this transaction the namespace's only writer until it ends.
+        A caller that reads before it writes takes it first (``Memory._transaction``): the
+        store's own methods take it only at their first write, after such a read."""
+        self._lock_ns(namespace)
+
     def _lock_ns(self, namespace: str) -> None:
         """Inside ``write()``: take the namespace's writer lock until the transaction ends."""
         locked: set[str] = self._local.locked
@@ -314,14 +321,37 @@ class PostgresStore(SearchMixin, LifecycleMixin):
         return int(self._query(f"SELECT COUNT(*) FROM memories m WHERE {where}", args)[0][0])
 
     def touch(self, namespace: str, ids: Sequence[str], now: float) -> None:
-        if not ids or self.read_only:
+        self.touch_many([(namespace, ids, now)])
+
+    def touch_many(self, events: Sequence[tuple[str, Sequence[str], float]]) -> None:
+        """Several recalls' access bookkeeping (``search/access.py`` replays a burst of them)
+        in one statement: each memory's count grows by the number of recalls that returned it
+        and its last access becomes the last of theirs, as touches one by one would leave it.
+
+        Deadlock-free: the namespaces' writer locks first (in name order), then the rows in
+        (namespace, id) order. One UPDATE per recall in a transaction locked rows in an order
+        that differed between processes flushing at once, and every memory writer holds the
+        namespace lock while it locks rows in its own order."""
+        wanted: dict[tuple[str, str], tuple[int, float]] = {}
+        for namespace, ids, now in events:
+            for id_ in dict.fromkeys(ids):
+                n = wanted.get((namespace, id_), (0, now))[0]
+                wanted[namespace, id_] = (n + 1, now)
+        if not wanted or self.read_only:
             return
+        keys = sorted(wanted)
         with self.write():
-            # Rows in id order: two recalls touching the same memories never deadlock.
+            for namespace in sorted({ns for ns, _ in keys}):
+                self._lock_ns(namespace)
             self.execute(
-                "UPDATE memories SET last_accessed = %s, access_count = access_count + 1"
-                " WHERE seq IN (SELECT seq FROM memories WHERE namespace = %s AND id = ANY(%s)"
-                " ORDER BY id FOR NO KEY UPDATE)", (now, namespace, sorted(ids)))
+                "WITH t AS (SELECT * FROM unnest(%s::text[], %s::text[], %s::bigint[],"
+                " %s::float8[]) AS t(namespace, id, n, at)), locked AS (SELECT m.seq, t.n, t.at"
+                " FROM memories m JOIN t ON m.namespace = t.namespace AND m.id = t.id"
+                " ORDER BY m.namespace, m.id FOR NO KEY UPDATE OF m)"
+                " UPDATE memories m SET last_accessed = locked.at,"
+                " access_count = m.access_count + locked.n FROM locked WHERE m.seq = locked.seq",
+                ([k[0] for k in keys], [k[1] for k in keys], [wanted[k][0] for k in keys],
+                 [wanted[k][1] for k in keys]))
 
     # --- graph ---------------------------------------------------------------------------------
     def _both_exist(self, namespace: str, a: str, b: str) -> bool:

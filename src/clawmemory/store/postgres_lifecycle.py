@@ -3,8 +3,8 @@ runs: the methods of ``PostgresStore`` that move or remove records (a mixin).
 
 Forget removes the rows: the memory, its links, entity links, orphaned entities, its vector
 and queue row (foreign keys, ON DELETE CASCADE), its provenance rows (trigger) and its archived
-copy. What PostgreSQL keeps of a deleted row's bytes (dead tuples until VACUUM, the write-ahead
-log, backups) is described in docs/postgres.md.
+copy, and marks a purge pending: the next ``repair`` maintenance run rewrites the tables and
+retires the write-ahead log that still hold the bytes (``postgres_purge``, docs/postgres.md).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from clawmemory.model import MemoryRecord
+from clawmemory.store import postgres_purge as purge
 from clawmemory.store.base import ArchiveEntry, RunRecord, Version, order_versions
 from clawmemory.store.postgres_sql import (
     FTS_EXPR,
@@ -44,6 +45,8 @@ class LifecycleMixin:
         def execute(self, sql: str, args: Sequence[Any] = ()) -> Any: ...
         def _lock_ns(self, namespace: str) -> None: ...
         def _tx(self) -> Any: ...
+        def meta(self, key: str) -> str | None: ...
+        def connection(self) -> AbstractContextManager[Any]: ...
         def _query(self, sql: str, args: Sequence[Any] = ()) -> builtins.list[
             tuple[Any, ...]]: ...
         def _records(self, sql: str, args: Sequence[Any] = ()) -> builtins.list[
@@ -96,6 +99,8 @@ class LifecycleMixin:
             removed += int(self.execute(
                 "DELETE FROM memories_archive WHERE namespace = %s AND id = ANY(%s)",
                 (namespace, wanted)).rowcount)
+            if removed:
+                purge.mark_pending(self)
         return removed
 
     def delete_namespace(self, namespace: str) -> int:
@@ -110,6 +115,7 @@ class LifecycleMixin:
             if self._has_vectors():
                 self.execute("DELETE FROM vector_centres WHERE namespace = %s", (namespace,))
             self.execute("DELETE FROM tenant_roles WHERE namespace = %s", (namespace,))
+            purge.mark_pending(self)
             return removed
 
     def find_archived(self, namespace: str, id_or_key: str) -> MemoryRecord | None:
@@ -246,6 +252,15 @@ class LifecycleMixin:
         return [RunRecord(int(i), ns, j, s, f if f is not None else s, o or "failed",
                           json.loads(cnt or "{}"), m or "")
                 for i, ns, j, s, f, o, cnt, m in rows]
+
+    def purge_pending(self) -> bool:
+        """Whether something was deleted since the last completed purge."""
+        return purge.pending(self)
+
+    def purge_forgotten(self) -> dict[str, int]:
+        """If something was deleted since the last purge: rewrite the tables that held it and
+        retire the WAL that logged it (``postgres_purge``; the ``repair`` maintenance job)."""
+        return purge.purge(self)
 
     def vacuum(self) -> None:
         """VACUUM every table: dead row versions of deleted memories become free space (their

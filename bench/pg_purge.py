@@ -26,6 +26,7 @@ import numpy.typing as npt
 import psycopg
 
 from clawmemory import Memory, Settings
+from clawmemory.config import EntitySettings
 from clawmemory.store.postgres import PostgresStore
 from clawmemory.store.postgres_purge import TEXT_TABLES, WORK_MEM
 
@@ -72,13 +73,14 @@ def _sizes(conn: Any) -> int:
                         (t,))) for t in TEXT_TABLES)
 
 
-def run(url: str, size: int, forgets: int) -> dict[str, Any]:
+def run(url: str, size: int, forgets: int, entities: bool = True) -> dict[str, Any]:
     schema = f"bench_purge_{random.randrange(16**8):08x}"
     address = _schema_url(url, schema)
     rng = random.Random(size)
     try:
         store = PostgresStore(address)
-        with Memory(store, Settings(), embedder=RandomUnit()) as mem:
+        cfg = Settings(entities=EntitySettings(enabled=entities))
+        with Memory(store, cfg, embedder=RandomUnit()) as mem:
             t = time.perf_counter()
             with store.bulk_load():
                 mem.store_many(({"content": " ".join(rng.choices(WORDS, k=12)) + f" item {i}"}
@@ -118,13 +120,16 @@ def main() -> None:
                     " CHECKPOINT and pg_switch_wal: a superuser on a test server)")
     ap.add_argument("--sizes", type=int, nargs="+", default=[100_000])
     ap.add_argument("--forget", type=int, default=10)
+    ap.add_argument("--no-entities", action="store_true",
+                    help="no entity extraction while filling (5x faster fill; the entity tables"
+                    " are then empty, about 1 s per 100k of the purge)")
     args = ap.parse_args()
     with psycopg.connect(args.url) as conn:
         print("server:", _one(conn, "SELECT version()"))
         for name in ("shared_buffers", "maintenance_work_mem", "wal_recycle", "max_wal_size"):
             print(f"  {name} = {_one(conn, f'SHOW {name}')}")
     for size in args.sizes:
-        r = run(args.url, size, args.forget)
+        r = run(args.url, size, args.forget, entities=not args.no_entities)
         print(f"{r['size']:>9,} memories: purge {r['purge_s']:.1f} s ({r['counts']}); tables"
               f" {r['tables_mb_before']:.0f} MB -> {r['tables_mb_after']:.0f} MB; WAL written"
               f" {r['wal_mb']:.0f} MB; fill took {r['fill_s']:.0f} s", flush=True)

@@ -121,8 +121,8 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[100_000])
     ap.add_argument("--forget", type=int, default=10)
     ap.add_argument("--no-entities", action="store_true",
-                    help="no entity extraction while filling (about 1.8x faster fill; the entity tables"
-                    " are then empty, about 1 s per 100k of the purge)")
+                    help="no entity extraction while filling (about 1.8x faster fill; the"
+                    " entity tables are then empty, about 1 s per 100k of the purge)")
     args = ap.parse_args()
     with psycopg.connect(args.url) as conn:
         print("server:", _one(conn, "SELECT version()"))

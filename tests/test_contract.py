@@ -15,7 +15,7 @@ import apsw
 import pytest
 
 from clawmemory import Filter, ImportFormatError, InvalidInputError, Memory, MemoryRecord, Settings
-from clawmemory.errors import NotFoundError
+from clawmemory.errors import NotFoundError, StorageError
 from clawmemory.store.base import ORDERS, Store
 from clawmemory.store.jsonfile import JSONFileStore
 from conftest import (
@@ -131,6 +131,27 @@ def test_put_reports_whether_a_record_was_created(store: Store) -> None:
     assert not created2
     assert stored2.id == "a1" and stored2.content == "beta" and stored2.score == 0
     assert store.get("default", "k") == stored2
+
+
+def test_a_failed_batch_leaves_an_archived_key_holder_in_the_archive(store: Store) -> None:
+    """A keyed write brings the archived holder of its key back (ADR 0022); when the rest of
+    its batch fails, the whole batch is undone, the archive included: nothing is lost."""
+    held = MemoryRecord(id="h1", content="old door code", key="door", created_at=START,
+                        updated_at=START, stored_at=START)
+    other = MemoryRecord(id="o1", content="other", created_at=START, updated_at=START)
+    store.put_many([held, other], skip_existing_keys=False)
+    assert store.archive("default", ["h1"], at=START + 1) == 1
+    new = MemoryRecord(id="n1", content="new door code", key="door", created_at=START + 2,
+                       updated_at=START + 2, stored_at=START + 2)
+    clash = other.evolve(content="a second record with an id already stored")
+    with pytest.raises(StorageError):
+        store.put_many([new, clash], skip_existing_keys=False)
+    archived = store.find_archived("default", "door")
+    assert archived is not None and archived.content == "old door code"
+    assert store.get("default", "door") is None
+    stored, created = store.put_many([new], skip_existing_keys=False)[0]
+    assert (stored.id, stored.content, created) == ("h1", "new door code", False)
+    assert store.find_archived("default", "door") is None
 
 
 BAD_TEXT = {"NUL": "a\x00b", "lone surrogate": "a\udc80b"}

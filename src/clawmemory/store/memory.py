@@ -103,6 +103,9 @@ class MemoryStore:
         self._weights = dict(zip(_FIELDS, weights, strict=True))
         self._counter = 0
         self._life = _Lifecycle()  # archive and maintenance runs
+        # Inside put_many: archived records a keyed write brought back (namespace, record,
+        # archived_at), put back in the archive if the batch fails.
+        self._revived: builtins.list[tuple[str, MemoryRecord, float | None]] | None = None
 
     def close(self) -> None:
         pass
@@ -180,6 +183,8 @@ class MemoryStore:
             return []  # links need a namespace, and a batch without records has none
         with self._lock:
             snapshot = {name: _copy(ns) for name, ns in self._ns.items()}
+            revived: builtins.list[tuple[str, MemoryRecord, float | None]] = []
+            self._revived = revived
             try:
                 results = [self._upsert(r, skip_existing_keys) for r in records]
                 stored = {r.id: res.id for r, (res, _) in zip(records, results, strict=True)}
@@ -188,7 +193,13 @@ class MemoryStore:
                                strength, origin, replace_max=True)
             except BaseException:
                 self._ns = defaultdict(_Namespace, snapshot)  # all or nothing
+                for namespace, record, at in revived:  # the archive too
+                    self._archive_store()._write(record)
+                    if at is not None:
+                        self._life.archived_at[(namespace, record.id)] = at
                 raise
+            finally:
+                self._revived = None
             return results
 
     def get(self, namespace: str, id_or_key: str) -> MemoryRecord | None:
@@ -461,7 +472,9 @@ class MemoryStore:
                 record = record.evolve(key=None)  # the live memory owns the key now
             arch.delete(namespace, [id_])  # first: a keyed put must not find it archived
             self._insert(record)
-            self._life.archived_at.pop((namespace, id_), None)
+            at = self._life.archived_at.pop((namespace, id_), None)
+            if self._revived is not None:
+                self._revived.append((namespace, found[0], at))
             return record
 
     def find_archived(self, namespace: str, id_or_key: str) -> MemoryRecord | None:

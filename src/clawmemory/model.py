@@ -218,16 +218,24 @@ class Forgotten:
         """How many memories went: the named one, its versions and what was derived."""
         return 1 + len(self.versions) + len(self.derived)
 
+    def went_with(self) -> str:
+        """What went with the named memory, for people ("" when nothing did): ``with 1 other
+        version(s) and 2 derived memory(ies); 1 session(s) will be ...``."""
+        extra = []
+        if self.versions:
+            extra.append(f"{len(self.versions)} other version(s)")
+        if self.derived:
+            extra.append(f"{len(self.derived)} derived memory(ies)")
+        tail = f"with {' and '.join(extra)}" if extra else ""
+        if self.reopened_sessions:
+            tail += (f"; {len(self.reopened_sessions)} session(s) will be consolidated again"
+                     " from what is left")
+        return tail
+
     def summary(self) -> str:
         """One line for people: ``forgot ID`` and what went with it."""
-        extra = [text for n, text in (
-            (len(self.versions), f"{len(self.versions)} other version(s)"),
-            (len(self.derived), f"{len(self.derived)} derived memory(ies)")) if n]
-        line = f"forgot {self.id}" + (f" with {' and '.join(extra)}" if extra else "")
-        if self.reopened_sessions:
-            line += (f"; {len(self.reopened_sessions)} session(s) will be consolidated again"
-                     " from what is left")
-        return line
+        tail = self.went_with()
+        return f"forgot {self.id}" + (f" {tail}" if tail else "")
 
     def to_dict(self) -> dict[str, Any]:
         return {"deleted": self.deleted, "id": self.id, "key": self.key,

@@ -292,8 +292,8 @@ def update(mem: Memory, args: UpdateArgs) -> ToolResult:
 def forget(mem: Memory, args: IdArgs) -> ToolResult:
     done = mem.forget(args.id)
     text = f"Forgot memory {render_record(done.record)}"
-    if done.deleted > 1:
-        text += f" ({done.summary().removeprefix(f'forgot {done.id} ')})"
+    if tail := done.went_with():
+        text += f" ({tail})"
     return ToolResult(text, {"memory": record_data(done.record), **done.to_dict()})
 
 

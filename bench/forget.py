@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.table import Table
 
 from clawmemory import Memory, Settings
-from clawmemory.store.sqlite import SQLiteStore
+from clawmemory.backends.sqlite.store import SQLiteStore
 
 WORDS = ("alpha", "beta", "gamma", "delta", "lisbon", "tram", "garden", "python", "rust",
          "coffee", "tea", "paris", "berlin", "music", "kitchen", "meeting", "project", "deadline",

@@ -56,7 +56,7 @@ MODULES: dict[str, str] = {
     "tools": "clawmemory.tools.*",
     "portability": "clawmemory.portability.*",
     "vectors": "clawmemory.vectors.*",
-    "store": "clawmemory.store.*",
+    "backends": "clawmemory.backends.*",
     "engine": "clawmemory.engine.*",
     "search": "clawmemory.search.*",
 }
@@ -159,7 +159,8 @@ def print_diffs(mutants: list[str]) -> None:
 
     os.chdir(ROOT)
     for mutant in mutants:
-        # clawmemory.store.sqlite.xǁSQLiteStoreǁput__mutmut_3 -> src/clawmemory/store/sqlite.py
+        # clawmemory.backends.sqlite.store.xǁSQLiteStoreǁput__mutmut_3
+        #   -> src/clawmemory/backends/sqlite/store.py
         module = mutant.split(".x", 1)[0] if ".x" in mutant else mutant
         path = Path("src", *module.split(".")).with_suffix(".py")
         if not path.exists():

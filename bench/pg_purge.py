@@ -1,5 +1,5 @@
 """What purging forgotten text from PostgreSQL's files costs (not a test): the ``repair`` job's
-purge step (store/postgres_purge.py: VACUUM FULL of the tables that held the text, then WAL
+purge step (backends/postgres/purge.py: VACUUM FULL of the tables that held the text, then WAL
 switch and checkpoint) after a few forgets, in a database holding N memories with vectors.
 
     .venv/bin/python bench/pg_purge.py postgresql://user@host/db --sizes 10000 100000
@@ -26,9 +26,9 @@ import numpy.typing as npt
 import psycopg
 
 from clawmemory import Memory, Settings
+from clawmemory.backends.postgres.purge import TEXT_TABLES, WORK_MEM
+from clawmemory.backends.postgres.store import PostgresStore
 from clawmemory.config import EntitySettings
-from clawmemory.store.postgres import PostgresStore
-from clawmemory.store.postgres_purge import TEXT_TABLES, WORK_MEM
 
 WORDS = ("alpha", "beta", "gamma", "delta", "lisbon", "tram", "garden", "python", "rust",
          "coffee", "tea", "paris", "berlin", "music", "kitchen", "meeting", "project", "deadline",

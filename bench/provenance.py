@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 from clawmemory import Memory, Settings
+from clawmemory.backends.sqlite.store import SQLiteStore
 from clawmemory.provenance import forget_set
-from clawmemory.store.sqlite import SQLiteStore
 
 TRIGGERS = ("ai", "ad", "au", "archive_ai", "archive_ad")
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from clawmemory import Memory, Settings
-from clawmemory.store.base import Store
+from clawmemory.backends.base import Store
 
 # The scripted LLM servers (tests/llm_servers.py), as fixtures for every test module.
 from llm_servers import anthropic_server, llm_server, openai_server  # noqa: F401
@@ -45,25 +45,25 @@ class Clock:
 
 
 def _open_sqlite(request: pytest.FixtureRequest, where: Path) -> Store:
-    from clawmemory.store.sqlite import SQLiteStore
+    from clawmemory.backends.sqlite.store import SQLiteStore
 
     return SQLiteStore(where / "memory.db")
 
 
 def _open_memory(request: pytest.FixtureRequest, where: Path) -> Store:
-    from clawmemory.store.memory import MemoryStore
+    from clawmemory.backends.memory.store import MemoryStore
 
     return MemoryStore()
 
 
 def _open_json(request: pytest.FixtureRequest, where: Path) -> Store:
-    from clawmemory.store.jsonfile import JSONFileStore
+    from clawmemory.backends.jsonfile.store import JSONFileStore
 
     return JSONFileStore(where / "memory.json")
 
 
 def _open_postgres(request: pytest.FixtureRequest, where: Path) -> Store:
-    from clawmemory.store.postgres import PostgresStore
+    from clawmemory.backends.postgres.store import PostgresStore
 
     return PostgresStore(postgres_url(request, where))
 
@@ -108,7 +108,7 @@ def old_database(path: Path, version: int) -> None:
     then opens it with this version)."""
     import apsw
 
-    from clawmemory.store.sqlite_schema import migrations
+    from clawmemory.backends.sqlite.schema import migrations
 
     conn = apsw.Connection(str(path))
     try:
@@ -263,7 +263,7 @@ def make_mem(tmp_path: Path, clock: Clock) -> Iterator[Callable[..., Memory]]:
     """``make(server, llm={...}, **sections)``: a ``Memory`` on its own SQLite file, on the
     test's clock, without an embedding model, whose ``[llm]`` is the scripted ``server``
     (``llm`` overrides its settings; ``sections`` are other settings sections)."""
-    from clawmemory.store.sqlite import SQLiteStore
+    from clawmemory.backends.sqlite.store import SQLiteStore
 
     opened: list[Memory] = []
 

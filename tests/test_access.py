@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from clawmemory import Memory, Settings
-from clawmemory.store.sqlite import SQLiteStore
+from clawmemory.backends.sqlite.store import SQLiteStore
 from conftest import DAY, START, Clock
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from clawmemory import LLMError, Memory, Settings
+from clawmemory.backends.sqlite.store import SQLiteStore
 from clawmemory.cognition import (
     LLMExtractor,
     NopExtractor,
@@ -30,7 +31,6 @@ from clawmemory.ingest import is_session_consolidated, pending_sessions
 from clawmemory.llm.base import Message
 from clawmemory.llm.prompts import CONSOLIDATION_SYSTEM, SUMMARY_SYSTEM, SYNTHESIS_SYSTEM
 from clawmemory.maintenance import JobContext, run_job
-from clawmemory.store.sqlite import SQLiteStore
 from conftest import DAY, Clock
 from llm_servers import ScriptedLLMServer, http_error, prompt_text, raw, slow, text
 from test_forget_for_real import file_bytes

@@ -16,7 +16,7 @@ import apsw
 import pytest
 
 from clawmemory import Memory
-from clawmemory.store.base import Store
+from clawmemory.backends.base import Store
 from conftest import Backend
 
 PROCESSES = 4

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from clawmemory import Memory, Settings
+from clawmemory.backends.sqlite.store import SQLiteStore
 from clawmemory.context import (
     LayerCache,
     devclaw_layer,
@@ -20,7 +21,6 @@ from clawmemory.context import (
     soul_block,
     strip_memory_context,
 )
-from clawmemory.store.sqlite import SQLiteStore
 from conftest import EMBEDDINGS, Clock, memory_on
 
 

@@ -15,9 +15,9 @@ import apsw
 import pytest
 
 from clawmemory import Filter, ImportFormatError, InvalidInputError, Memory, MemoryRecord, Settings
+from clawmemory.backends.base import ORDERS, Store
+from clawmemory.backends.jsonfile.store import JSONFileStore
 from clawmemory.errors import NotFoundError, StorageError
-from clawmemory.store.base import ORDERS, Store
-from clawmemory.store.jsonfile import JSONFileStore
 from conftest import (
     BACKENDS,
     DAY,

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from clawmemory.backends.memory.entities import MemoryEntityIndex
 from clawmemory.entities import (
     EntityIndex,
     EntityType,
@@ -30,7 +31,6 @@ from clawmemory.entities import (
     resolve_overlaps,
 )
 from clawmemory.entities.llm import LLMProvider, parse_entities
-from clawmemory.entities.memory import MemoryEntityIndex
 from clawmemory.entities.names import NamesProvider
 from clawmemory.entities.regex import RegexProvider
 from clawmemory.errors import ConfigError, LLMError
@@ -306,11 +306,11 @@ def _record(ns: str, mid: str) -> MemoryRecord:
 @pytest.fixture(params=["sqlite", "memory"])
 def subject(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Subject]:
     if request.param == "sqlite":
-        from clawmemory.store.sqlite import SQLiteStore
+        from clawmemory.backends.sqlite.store import SQLiteStore
 
         store: object = SQLiteStore(tmp_path / "memory.db")
     else:
-        from clawmemory.store.memory import MemoryStore
+        from clawmemory.backends.memory.store import MemoryStore
 
         store = MemoryStore()
     index = entity_index_for(store)
@@ -484,8 +484,8 @@ def test_dialogue_end_to_end(subject: Subject) -> None:
 
 # --- backend specifics ---------------------------------------------------------------------------
 def test_sqlite_rows_persist_and_store_delete_cleans_up(tmp_path: Path) -> None:
-    from clawmemory.entities.sqlite import SQLiteEntityIndex
-    from clawmemory.store.sqlite import SQLiteStore
+    from clawmemory.backends.sqlite.entities import SQLiteEntityIndex
+    from clawmemory.backends.sqlite.store import SQLiteStore
 
     store = SQLiteStore(tmp_path / "memory.db")
     index = SQLiteEntityIndex(store, clock=lambda: START)
@@ -519,7 +519,7 @@ def test_memory_index_round_trips_through_json() -> None:
 
 
 def test_no_index_for_the_none_backend() -> None:
-    from clawmemory.store.none import NoneStore
+    from clawmemory.backends.none.store import NoneStore
 
     assert entity_index_for(NoneStore()) is None
 
@@ -548,8 +548,8 @@ def test_each_entity_gives_its_most_recent_memories_up_to_the_limit(subject: Sub
 
 def test_sqlite_lookups_use_indexes_only(tmp_path: Path) -> None:
     """Finding entities by name or alias, and their memories, never scans a namespace."""
-    from clawmemory.entities.sqlite import _match_sql
-    from clawmemory.store.sqlite import SQLiteStore
+    from clawmemory.backends.sqlite.entities import _match_sql
+    from clawmemory.backends.sqlite.store import SQLiteStore
 
     store = SQLiteStore(tmp_path / "memory.db")
     sql, args = _match_sql(["Caroline", "new york", "mel"])
@@ -566,8 +566,8 @@ def test_sqlite_lookups_use_indexes_only(tmp_path: Path) -> None:
 def test_aliases_of_an_older_database_are_indexed_on_upgrade(tmp_path: Path) -> None:
     """Migration 008 fills the alias table from the JSON aliases already stored, and triggers
     keep it in step with every later write (including the store's own forget)."""
-    from clawmemory.entities.sqlite import SQLiteEntityIndex
-    from clawmemory.store.sqlite import SQLiteStore
+    from clawmemory.backends.sqlite.entities import SQLiteEntityIndex
+    from clawmemory.backends.sqlite.store import SQLiteStore
 
     store = SQLiteStore(tmp_path / "memory.db")
     store.put(_record("a", "m1"))

@@ -23,9 +23,9 @@ import apsw
 import pytest
 
 from clawmemory import Memory, NotFoundError, Settings, StorageError
+from clawmemory.backends.sqlite.schema import SECURE_DELETE_VERSION
+from clawmemory.backends.sqlite.store import SQLiteStore
 from clawmemory.config import EmbedderSettings, StorageSettings
-from clawmemory.store.sqlite import SQLiteStore
-from clawmemory.store.sqlite_schema import SECURE_DELETE_VERSION
 from conftest import Clock, old_database
 
 CLAWMEM = Path(sys.executable).parent / "clawmem"

@@ -21,12 +21,12 @@ import numpy.typing as npt
 import pytest
 
 from clawmemory import Memory, NotFoundError, Settings
+from clawmemory.backends.sqlite.store import SQLiteStore
 from clawmemory.config import EmbedderSettings, LifecycleSettings, StorageSettings
 from clawmemory.history import History
 from clawmemory.ingest import register_session
 from clawmemory.llm.base import Message
 from clawmemory.maintenance import run_job
-from clawmemory.store.sqlite import SQLiteStore
 from conftest import DAY, Clock
 
 CLAWMEM = Path(sys.executable).parent / "clawmem"

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from clawmemory import ImportFormatError, Memory
+from clawmemory.backends.sqlite.store import SQLiteStore
 from clawmemory.portability import read_devclaw_md
 from clawmemory.portability.frontmatter import dump_front_matter, split_front_matter
-from clawmemory.store.sqlite import SQLiteStore
 from test_portability import (
     FM,
     MAX,

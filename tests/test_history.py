@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from clawmemory import InvalidInputError, Memory, Settings
+from clawmemory.backends.base import Store
+from clawmemory.backends.sqlite.store import SQLiteStore
 from clawmemory.history import (
     History,
     HistoryStore,
@@ -22,8 +24,6 @@ from clawmemory.history import (
     persistence_key,
 )
 from clawmemory.llm.base import Message, ToolCall
-from clawmemory.store.base import Store
-from clawmemory.store.sqlite import SQLiteStore
 from conftest import Backend, Clock, backend_params
 
 KEY = "telegram:42:"

@@ -16,11 +16,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from clawmemory import Filter, Memory, MemoryRecord, Settings
+from clawmemory.backends.base import Store
+from clawmemory.backends.sqlite.store import SQLiteStore, fts_query
 from clawmemory.model import KINDS
 from clawmemory.search.sanitize import like_tokens, sanitize_terms
 from clawmemory.snapshot import new_id
-from clawmemory.store.base import Store
-from clawmemory.store.sqlite import SQLiteStore, fts_query
 from conftest import START, Clock, backend_params
 
 HOSTILE = ['"', '""', 'NEAR(', "NEAR(a b, 2)", "AND OR NOT", "col:term", "content:x", "key : y",

@@ -14,6 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from clawmemory import Memory, MemoryRecord, NotFoundError, Settings, lifecycle
+from clawmemory.backends.base import Store
+from clawmemory.backends.memory.store import MemoryStore
 from clawmemory.config import EmbedderSettings
 from clawmemory.lifecycle import (
     DECAYED_AT,
@@ -24,8 +26,6 @@ from clawmemory.lifecycle import (
     prune_weight,
 )
 from clawmemory.model import KINDS
-from clawmemory.store.base import Store
-from clawmemory.store.memory import MemoryStore
 from conftest import DAY, EMBEDDINGS, START, Clock, backend_params
 
 

@@ -23,9 +23,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from clawmemory import InvalidInputError, Memory, NotFoundError, Settings, lifecycle
+from clawmemory.backends.jsonfile.store import JSONFileStore
+from clawmemory.backends.sqlite.store import SQLiteStore
 from clawmemory.maintenance import JobContext, preview_all, preview_job, run_job
-from clawmemory.store.jsonfile import JSONFileStore
-from clawmemory.store.sqlite import SQLiteStore
 from conftest import DAY, START, Clock, backend_params, old_database
 
 CLAWMEM = Path(sys.executable).parent / "clawmem"

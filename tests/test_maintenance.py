@@ -22,6 +22,7 @@ import pytest
 from apscheduler.triggers.cron import CronTrigger
 
 from clawmemory import ConfigError, InvalidInputError, Memory, Settings, StorageError
+from clawmemory.backends.base import Store
 from clawmemory.config import LLMSettings
 from clawmemory.llm import Message
 from clawmemory.maintenance import (
@@ -35,7 +36,6 @@ from clawmemory.maintenance import (
     run_all,
     run_job,
 )
-from clawmemory.store.base import Store
 from conftest import DAY, Clock, backend_params
 from llm_servers import ScriptedLLMServer, http_error
 from llm_servers import text as reply

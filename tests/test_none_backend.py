@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from clawmemory import ConfigError, Filter, Memory, MemoryRecord, NotFoundError, Settings
-from clawmemory.store.base import Store
-from clawmemory.store.factory import open_store
-from clawmemory.store.none import NoneStore
+from clawmemory.backends.base import Store
+from clawmemory.backends.none.store import NoneStore
+from clawmemory.backends.registry import open_store
 from conftest import START, Clock
 
 

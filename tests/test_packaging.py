@@ -168,7 +168,7 @@ def test_the_wheel_ships_every_module_and_data_file(wheel: Path) -> None:
     source = _source_files()
     # What the package reads at run time, each kind present (so the equality below is no
     # vacuous match of two empty sets).
-    for pattern in ("store/migrations/*.sql", "store/postgres_migrations/*.sql",
+    for pattern in ("backends/sqlite/migrations/*.sql", "backends/postgres/migrations/*.sql",
                     "interfaces/web/templates/*.html", "interfaces/web/static/*", "py.typed"):
         assert list(PACKAGE.glob(pattern)), pattern
     assert {n for n in names if n.startswith("clawmemory/")} == source

@@ -18,11 +18,11 @@ import numpy.typing as npt
 import pytest
 
 from clawmemory import InvalidInputError, Memory, NotFoundError, Settings, lifecycle
+from clawmemory.backends.base import Store
+from clawmemory.backends.memory.store import MemoryStore
 from clawmemory.lifecycle import DECAYED_AT, Report
 from clawmemory.model import KINDS, Kind
 from clawmemory.portability import read_source
-from clawmemory.store.base import Store
-from clawmemory.store.memory import MemoryStore
 from clawmemory.tools import call_tool
 from conftest import DAY, START, Clock, backend_params
 from test_lifecycle import make

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from clawmemory import Memory, Settings
+from clawmemory.backends.sqlite.store import SQLiteStore
 from clawmemory.context import (
     LayerCache,
     devclaw_layer,
@@ -24,7 +25,6 @@ from clawmemory.context import (
     strip_memory_context,
 )
 from clawmemory.model import MemoryRecord
-from clawmemory.store.sqlite import SQLiteStore
 from conftest import Clock, memory_on
 
 HOUR = 3600.0

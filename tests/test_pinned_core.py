@@ -16,10 +16,10 @@ import pytest
 from typer.testing import CliRunner
 
 from clawmemory import Filter, InvalidInputError, Memory, Settings
-from clawmemory.store.base import RunRecord, Store
-from clawmemory.store.memory import MemoryStore
-from clawmemory.store.none import NoneStore
-from clawmemory.store.sqlite import SQLiteStore
+from clawmemory.backends.base import RunRecord, Store
+from clawmemory.backends.memory.store import MemoryStore
+from clawmemory.backends.none.store import NoneStore
+from clawmemory.backends.sqlite.store import SQLiteStore
 from conftest import DAY, Clock, backend_params, memory_on, postgres_url
 from test_postgres import SECRETS, HashEmbedder, fill, snapshot
 
@@ -254,7 +254,7 @@ def test_recall_names_the_flag_it_refuses(mem: Memory) -> None:
 @pytest.mark.parametrize("kind", ["memory", "json"])
 def test_forget_takes_the_vector_out_of_the_loaded_index(tmp_path: Path, kind: str) -> None:
     # the in-process backends hold every vector in memory: a forgotten one must go there too
-    from clawmemory.store.jsonfile import JSONFileStore
+    from clawmemory.backends.jsonfile.store import JSONFileStore
 
     store = MemoryStore() if kind == "memory" else JSONFileStore(tmp_path / "m.json")
     mem = Memory(store, Settings(), embedder=HashEmbedder())

@@ -15,10 +15,10 @@ import psycopg
 import pytest
 
 from clawmemory import Filter, Memory, Settings, StorageError
+from clawmemory.backends.postgres.search import SIZE_TTL_S
+from clawmemory.backends.postgres.store import PostgresOptions, PostgresStore
 from clawmemory.search.sanitize import sanitize_terms
 from clawmemory.search.temporal import Period, event_time_from_text, query_periods
-from clawmemory.store.postgres import PostgresOptions, PostgresStore
-from clawmemory.store.postgres_search import SIZE_TTL_S
 from conftest import Clock, postgres_url
 from test_postgres import _options
 

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from clawmemory import Memory, Settings
+from clawmemory.backends.sqlite.store import SQLiteStore
 from clawmemory.model import Kind
-from clawmemory.store.sqlite import SQLiteStore
 from clawmemory.tools import (
     anthropic_tools,
     call_tool,

@@ -20,12 +20,12 @@ from tests.conftest import Clock, backend_params, postgres_url
 from tests.test_vectors import HashEmbedder
 
 from clawmemory import Memory, Settings
+from clawmemory.backends.base import Store
+from clawmemory.backends.jsonfile.store import JSONFileStore
+from clawmemory.backends.memory.store import MemoryStore
+from clawmemory.backends.postgres.store import PostgresOptions, PostgresStore
+from clawmemory.backends.sqlite.store import SQLiteStore
 from clawmemory.errors import EmbeddingError
-from clawmemory.store.base import Store
-from clawmemory.store.jsonfile import JSONFileStore
-from clawmemory.store.memory import MemoryStore
-from clawmemory.store.postgres import PostgresOptions, PostgresStore
-from clawmemory.store.sqlite import SQLiteStore
 from clawmemory.vectors.matrix import VectorMatrix
 
 F32 = npt.NDArray[np.float32]

@@ -23,6 +23,7 @@ import typer
 from typer.testing import CliRunner
 
 from clawmemory import ImportFormatError, Memory, MemoryRecord, Settings
+from clawmemory.backends.sqlite.store import SQLiteStore
 from clawmemory.config import EmbedderSettings
 from clawmemory.history import History, import_history, persistence_key
 from clawmemory.interfaces.cli_chat import CHANNEL as CHAT_CHANNEL
@@ -37,7 +38,6 @@ from clawmemory.portability import (
     read_source,
     source_format,
 )
-from clawmemory.store.sqlite import SQLiteStore
 from conftest import backend_params
 from llm_servers import ScriptedLLMServer, text
 

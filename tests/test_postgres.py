@@ -23,11 +23,11 @@ import pytest
 
 from clawmemory import Memory, Settings
 from clawmemory.auth import Keys, key_store_for
+from clawmemory.backends.postgres.store import PostgresStore
 from clawmemory.errors import ConfigError, NotFoundError, StorageError
 from clawmemory.history import History
 from clawmemory.ingest import register_session
 from clawmemory.llm.base import Message
-from clawmemory.store.postgres import PostgresStore
 from conftest import Clock, postgres_url
 
 CLAWMEM = [sys.executable, "-c", "import sys\nfrom clawmemory.interfaces.cli import main\n"
@@ -401,7 +401,7 @@ def test_the_vector_index_is_used_above_the_exact_threshold(url: str, clock: Clo
 
 
 def _options(settings: Settings) -> Any:
-    from clawmemory.store.postgres import PostgresOptions
+    from clawmemory.backends.postgres.store import PostgresOptions
 
     return PostgresOptions(**settings.postgres.model_dump())
 
@@ -438,7 +438,7 @@ def snapshot(mem: Memory) -> dict[str, Any]:
 
 def test_clawmem_copy_moves_everything_to_postgresql_and_back(
         url: str, tmp_path: Path, clock: Clock) -> None:
-    from clawmemory.store.sqlite import SQLiteStore
+    from clawmemory.backends.sqlite.store import SQLiteStore
 
     source = tmp_path / "agent.db"
     mems = {}
@@ -678,7 +678,7 @@ def test_keyword_candidates_bound_the_rows_ranked_and_keep_the_best_first(
 
 
 def test_candidate_plans_read_rare_words_first_then_all_common_words_together() -> None:
-    from clawmemory.store.postgres_search import _candidate_plans
+    from clawmemory.backends.postgres.search import _candidate_plans
 
     # rare terms (counts 3 and 40 of 10,000 rows) pick the rows, all terms score them
     assert _candidate_plans([0, 1, 2], [3, 40, 5000], 10_000, 100) == [

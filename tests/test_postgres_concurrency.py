@@ -20,7 +20,7 @@ import psycopg
 import pytest
 
 from clawmemory import Memory, Settings
-from clawmemory.store.postgres import PostgresStore
+from clawmemory.backends.postgres.store import PostgresStore
 from conftest import postgres_url
 
 SESSION = "shared-session"

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from clawmemory import Memory, NotFoundError, Settings
+from clawmemory.backends.base import Store
+from clawmemory.backends.sqlite.store import SQLiteStore
 from clawmemory.config import EmbedderSettings, LLMSettings
 from clawmemory.lifecycle import knowledge_decay
 from clawmemory.llm.cache import ResponseCache
 from clawmemory.model import MemoryRecord
-from clawmemory.store.base import Store
-from clawmemory.store.sqlite import SQLiteStore
 from clawmemory.tools import call_tool
 from conftest import DAY, Clock, backend_params
 from test_forget_for_real import file_bytes

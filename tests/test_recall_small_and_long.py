@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 from clawmemory import Memory, Settings
+from clawmemory.backends.sqlite.store import SQLiteStore
 from clawmemory.search.sanitize import MAX_TERMS
-from clawmemory.store.sqlite import SQLiteStore
 
 SMALL_STORE = ["User prefers dark mode in every editor",
                "Payment API: HMAC signature excludes the empty body",

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from clawmemory import Memory, Settings
-from clawmemory.store.base import Store
+from clawmemory.backends.base import Store
 from conftest import Clock
 
 # s1: the marathon, then a turn between, then the ramen after it (two turns away: no neighbour

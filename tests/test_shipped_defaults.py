@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from clawmemory import Memory, Settings
-from clawmemory.store.memory import MemoryStore
+from clawmemory.backends.memory.store import MemoryStore
 from conftest import Clock
 
 FACTS = ["The staging database resets every Monday", "Lunch is served at noon",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-import clawmemory.store.sqlite as sqlite_store
+import clawmemory.backends.sqlite.store as sqlite_store
 from clawmemory import Memory, Settings
 
 

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from clawmemory import Filter, InvalidInputError, Memory, MemoryRecord, Settings
-from clawmemory.store.base import Store
+from clawmemory.backends.base import Store
 from conftest import DAY, START, Clock
 
 

@@ -21,6 +21,8 @@ import numpy.typing as npt
 import pytest
 
 from clawmemory import Memory, Settings
+from clawmemory.backends.memory.store import MemoryStore
+from clawmemory.backends.sqlite.store import SQLiteStore
 from clawmemory.ingest import (
     is_session_consolidated,
     mark_session_consolidated,
@@ -28,8 +30,6 @@ from clawmemory.ingest import (
     pending_sessions,
     register_session,
 )
-from clawmemory.store.memory import MemoryStore
-from clawmemory.store.sqlite import SQLiteStore
 from clawmemory.tools import (
     DIALECTS,
     OPERATIONS,

@@ -20,7 +20,7 @@ import pytest
 from tests.conftest import Clock, backend_params
 
 from clawmemory import InvalidInputError, Memory, Settings
-from clawmemory.store.base import Store
+from clawmemory.backends.base import Store
 from clawmemory.vectors.matrix import VectorMatrix
 
 F32 = npt.NDArray[np.float32]

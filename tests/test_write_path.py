@@ -24,8 +24,8 @@ import numpy as np
 import pytest
 
 from clawmemory import Memory, Settings
+from clawmemory.backends.sqlite.store import SQLiteStore
 from clawmemory.errors import EmbeddingError
-from clawmemory.store.sqlite import SQLiteStore
 
 needs_model = pytest.mark.skipif(
     importlib.util.find_spec("onnxruntime") is None

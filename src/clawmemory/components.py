@@ -14,15 +14,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from clawmemory.backends.base import Store
 from clawmemory.config import Settings
 from clawmemory.errors import ClawMemoryError, ConfigError
 from clawmemory.model import Filter, MemoryRecord
-from clawmemory.store.base import Store
 from clawmemory.vectors import VectorStore, vector_store_for
 
 if TYPE_CHECKING:
+    from clawmemory.backends.sqlite.queue import VectorQueue
     from clawmemory.indexing import VectorWorker
-    from clawmemory.vectors.queue import VectorQueue
 
 __all__ = ["Components"]
 
@@ -316,17 +316,17 @@ class Components:
 
 def queue_for(store: Store) -> VectorQueue | None:
     """The vector queue kept in ``store``'s own tables, or None where there is none."""
-    from clawmemory.store.sqlite import SQLiteStore
+    from clawmemory.backends.sqlite.store import SQLiteStore
 
     if store.backend == "postgres":
-        from clawmemory.store.postgres import PostgresStore
-        from clawmemory.vectors.postgres import PostgresVectorQueue
+        from clawmemory.backends.postgres.store import PostgresStore
+        from clawmemory.backends.postgres.vectors import PostgresVectorQueue
 
         assert isinstance(store, PostgresStore)
         return PostgresVectorQueue(store)
     if not isinstance(store, SQLiteStore) or not store.vec_available:
         return None
-    from clawmemory.vectors.queue import SQLiteVectorQueue
+    from clawmemory.backends.sqlite.queue import SQLiteVectorQueue
 
     return SQLiteVectorQueue(store)
 

@@ -12,6 +12,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from clawmemory.backends.base import ORDERS, ArchiveEntry, Store
+from clawmemory.backends.registry import open_store
 from clawmemory.components import Components
 from clawmemory.config import Settings, load_settings
 from clawmemory.engine_io import ImportReport, PortabilityMixin
@@ -29,8 +31,6 @@ from clawmemory.model import (
 )
 from clawmemory.search.pipeline import RecallRequest, Retriever
 from clawmemory.snapshot import new_id
-from clawmemory.store.base import ORDERS, ArchiveEntry, Store
-from clawmemory.store.factory import open_store
 from clawmemory.validation import (
     check_content,
     check_filter,
@@ -159,7 +159,7 @@ class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
                 # A query that matches no memory never reaches the stemmer of calibrated
                 # fusion's word matching, and snowballstemmer imports every language's module
                 # on first use (~30 ms of the first real recall, bench/first_recall.py).
-                from clawmemory.store.memory import stem
+                from clawmemory.backends.memory.store import stem
 
                 stem("warming")
             except ClawMemoryError:

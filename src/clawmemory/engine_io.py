@@ -15,10 +15,10 @@ from clawmemory.model import Filter, MemoryRecord
 from clawmemory.snapshot import ParsedSnapshot, Skip, dump_snapshot, parse_snapshot
 
 if TYPE_CHECKING:
+    from clawmemory.backends.base import Store
     from clawmemory.components import Components
     from clawmemory.config import Settings
     from clawmemory.engine import Memory
-    from clawmemory.store.base import Store
 
 __all__ = ["ALREADY_PRESENT", "ImportReport", "PortabilityMixin"]
 

@@ -12,10 +12,10 @@ from clawmemory.errors import InvalidInputError, NotFoundError
 from clawmemory.validation import check_label, check_limit, check_ref, check_strength
 
 if TYPE_CHECKING:
+    from clawmemory.backends.base import Link, RunRecord, Store
     from clawmemory.components import Components
     from clawmemory.engine import Memory
     from clawmemory.model import MemoryRecord
-    from clawmemory.store.base import Link, RunRecord, Store
 
 __all__ = ["ALL_JOBS", "ServiceMixin"]
 

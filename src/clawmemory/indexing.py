@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 from clawmemory.errors import ClawMemoryError
 
 if TYPE_CHECKING:
+    from clawmemory.backends.sqlite.queue import QueueEntry, VectorQueue
     from clawmemory.components import Components
     from clawmemory.model import MemoryRecord
-    from clawmemory.vectors.queue import QueueEntry, VectorQueue
 
 __all__ = ["VectorWorker", "drain_queue", "fill_vectors"]
 

@@ -24,9 +24,9 @@ from clawmemory.errors import InvalidInputError
 from clawmemory.validation import check_content, check_label
 
 if TYPE_CHECKING:
+    from clawmemory.backends.base import Store
+    from clawmemory.backends.sqlite.store import SQLiteStore
     from clawmemory.engine import Memory
-    from clawmemory.store.base import Store
-    from clawmemory.store.sqlite import SQLiteStore
 
 __all__ = [
     "SessionLedger",
@@ -167,14 +167,14 @@ _LEDGERS_LOCK = threading.Lock()
 
 def session_ledger(mem: Memory) -> SessionLedger:
     """The session ledger of ``mem``'s store."""
-    from clawmemory.store.sqlite import SQLiteStore
+    from clawmemory.backends.sqlite.store import SQLiteStore
 
     store = mem.store_backend
     if isinstance(store, SQLiteStore):
         return _SQLiteLedger(store)
     if store.backend == "postgres":
-        from clawmemory.history.postgres import PostgresLedger
-        from clawmemory.store.postgres import PostgresStore
+        from clawmemory.backends.postgres.history import PostgresLedger
+        from clawmemory.backends.postgres.store import PostgresStore
 
         assert isinstance(store, PostgresStore)
         return PostgresLedger(store)

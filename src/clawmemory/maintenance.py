@@ -46,12 +46,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from clawmemory import lifecycle
+from clawmemory.backends.base import RunRecord
 from clawmemory.errors import ClawMemoryError, ConfigError, InvalidInputError
 from clawmemory.llm.base import LLM
 from clawmemory.llm.factory import close_llm, make_llm
 from clawmemory.llm.usage import MeteredLLM
 from clawmemory.model import Filter, MemoryRecord
-from clawmemory.store.base import RunRecord
 
 if TYPE_CHECKING:
     from clawmemory.config import Settings
@@ -237,7 +237,7 @@ def _enrich(mem: Memory, ctx: JobContext) -> Counts:
 
 def _repair(mem: Memory, ctx: JobContext) -> Counts:
     """Derived rows (repair.py); on PostgreSQL also the purge of forgotten text from the
-    server's files, when a forget asked for one (store/postgres_purge.py)."""
+    server's files, when a forget asked for one (backends/postgres/purge.py)."""
     counts = mem.repair()
     purge = getattr(mem.store_backend, "purge_forgotten", None)
     return {**counts, **purge()} if callable(purge) else counts

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from clawmemory.backends.base import Store
 from clawmemory.model import MemoryRecord
-from clawmemory.store.base import Store
 
 __all__ = ["ForgetPlan", "forget_set"]
 

@@ -26,9 +26,9 @@ from clawmemory.errors import ClawMemoryError
 from clawmemory.model import Filter, MemoryRecord
 
 if TYPE_CHECKING:
+    from clawmemory.backends.postgres.store import PostgresStore
+    from clawmemory.backends.sqlite.store import SQLiteStore
     from clawmemory.engine import Memory
-    from clawmemory.store.postgres import PostgresStore
-    from clawmemory.store.sqlite import SQLiteStore
 
     Rows: TypeAlias = SQLiteStore | PostgresStore
 
@@ -62,8 +62,8 @@ def repair(mem: Memory) -> dict[str, int]:
 
 def _database(mem: Memory) -> Rows | None:
     """The store as a database with the derived-row tables, or None (in-process backends)."""
-    from clawmemory.store.postgres import PostgresStore
-    from clawmemory.store.sqlite import SQLiteStore
+    from clawmemory.backends.postgres.store import PostgresStore
+    from clawmemory.backends.sqlite.store import SQLiteStore
 
     store = mem.store_backend
     return store if isinstance(store, SQLiteStore | PostgresStore) else None
@@ -77,7 +77,7 @@ def _rows(store: Rows, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ..
 
 
 def _set_mark(store: Rows, head: int) -> None:
-    from clawmemory.store.sqlite import SQLiteStore
+    from clawmemory.backends.sqlite.store import SQLiteStore
 
     if isinstance(store, SQLiteStore):
         with store.write():

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 from clawmemory.model import MemoryRecord
 
 if TYPE_CHECKING:
+    from clawmemory.backends.base import Store
+    from clawmemory.backends.sqlite.queue import QueueEntry
     from clawmemory.components import Components
     from clawmemory.config import Settings
-    from clawmemory.store.base import Store
-    from clawmemory.vectors.queue import QueueEntry
 
 __all__ = ["WritePathMixin"]
 

@@ -33,6 +33,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from clawmemory.agent.loop import Agent, AgentReply, agent_history
+from clawmemory.backends.base import RunRecord
 from clawmemory.errors import ClawMemoryError, LLMUnavailableError
 from clawmemory.history import (
     SessionCompleted,
@@ -43,7 +44,6 @@ from clawmemory.history import (
 )
 from clawmemory.history.writer import wait_drained
 from clawmemory.llm.base import LLM
-from clawmemory.store.base import RunRecord
 
 if TYPE_CHECKING:
     from clawmemory.engine import Memory

@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from clawmemory import errors
+from clawmemory.backends.base import ArchiveEntry, Link, RunRecord
 from clawmemory.config import Settings
 from clawmemory.engine import ImportReport, Memory
 from clawmemory.errors import ClawMemoryError, ConfigError, StorageError
 from clawmemory.model import Explanation, Forgotten, Hit, MemoryRecord
-from clawmemory.store.base import ArchiveEntry, Link, RunRecord
 
 if TYPE_CHECKING:
     from clawmemory.snapshot import ParsedSnapshot

@@ -99,15 +99,15 @@ def entity_index_for(store: Any) -> EntityIndex | None:
     (``none`` backend, or a backend this package does not know yet)."""
     backend = getattr(store, "backend", None)
     if backend == "sqlite":
-        from clawmemory.entities.sqlite import SQLiteEntityIndex
+        from clawmemory.backends.sqlite.entities import SQLiteEntityIndex
 
         return SQLiteEntityIndex(store)
     if backend == "postgres":
-        from clawmemory.entities.postgres import PostgresEntityIndex
+        from clawmemory.backends.postgres.entities import PostgresEntityIndex
 
         return PostgresEntityIndex(store)
     if backend in ("memory", "json"):
-        from clawmemory.entities.memory import MemoryEntityIndex
+        from clawmemory.backends.memory.entities import MemoryEntityIndex
 
         return MemoryEntityIndex(exists=lambda ns, mid: store.get(ns, mid) is not None)
     return None

@@ -13,6 +13,7 @@ Layering: this package sits above the engine (it takes an open ``Memory``); the 
 imports it. docs/history.md describes the behaviour and the specifications it comes from.
 """
 
+from clawmemory.backends.memory.history import InMemoryHistoryStore, NullHistoryStore
 from clawmemory.history.base import EPISODE_ID, HistoryStore, check_message, persistence_key
 from clawmemory.history.compaction import (
     Compaction,
@@ -27,7 +28,6 @@ from clawmemory.history.compaction import (
 )
 from clawmemory.history.conversation import Conversation, History, history_store
 from clawmemory.history.importing import HistoryImport, import_history
-from clawmemory.history.memory import InMemoryHistoryStore, NullHistoryStore
 from clawmemory.history.sessions import (
     SessionCompleted,
     SessionCreated,

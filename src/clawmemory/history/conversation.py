@@ -26,6 +26,7 @@ from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from clawmemory.backends.memory.history import InMemoryHistoryStore, NullHistoryStore
 from clawmemory.errors import ClawMemoryError, InvalidInputError
 from clawmemory.history.base import EPISODE_ID, HistoryStore, check_key, check_message
 from clawmemory.history.compaction import (
@@ -38,14 +39,13 @@ from clawmemory.history.compaction import (
     should_compact,
     summary_message,
 )
-from clawmemory.history.memory import InMemoryHistoryStore, NullHistoryStore
 from clawmemory.history.writer import WriteBehind
 from clawmemory.llm.base import Message, Usage
 
 if TYPE_CHECKING:
+    from clawmemory.backends.base import Store
     from clawmemory.config import HistorySettings
     from clawmemory.engine import Memory
-    from clawmemory.store.base import Store
 
 __all__ = ["SUMMARY_SOURCES", "Conversation", "History", "history_store"]
 
@@ -82,16 +82,16 @@ def history_store(mem: Memory) -> HistoryStore:
     nothing on the ``none`` backend (memory disabled), and a store kept in this process for the
     others (their files have no place for messages: said in docs/history.md). Forgetting the
     namespace (``Memory.forget_namespace``) empties it on every backend."""
-    from clawmemory.store.sqlite import SQLiteStore
+    from clawmemory.backends.sqlite.store import SQLiteStore
 
     backend = mem.store_backend
     if isinstance(backend, SQLiteStore):
-        from clawmemory.history.sqlite import SQLiteHistoryStore
+        from clawmemory.backends.sqlite.history import SQLiteHistoryStore
 
         return SQLiteHistoryStore(backend, mem.namespace, clock=mem.clock)
     if backend.backend == "postgres":
-        from clawmemory.history.postgres import PostgresHistoryStore
-        from clawmemory.store.postgres import PostgresStore
+        from clawmemory.backends.postgres.history import PostgresHistoryStore
+        from clawmemory.backends.postgres.store import PostgresStore
 
         assert isinstance(backend, PostgresStore)
         return PostgresHistoryStore(backend, mem.namespace, clock=mem.clock)

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, ParamSpec
 
 import typer
 
+from clawmemory.backends.base import ORDERS
 from clawmemory.config import Backend, load_settings
 from clawmemory.engine import Memory
 from clawmemory.errors import (
@@ -57,7 +58,6 @@ from clawmemory.interfaces.cli_time import (
     times,
 )
 from clawmemory.model import KIND_ALIASES, KINDS, Hit, MemoryRecord, as_kind, legible
-from clawmemory.store.base import ORDERS
 
 if TYPE_CHECKING:  # rich is imported lazily: --json output never needs it
     from rich.console import Console, RenderableType

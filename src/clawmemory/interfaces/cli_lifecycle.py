@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from clawmemory.backends.base import RunRecord
 from clawmemory.engine import Memory
 from clawmemory.errors import NotFoundError
 from clawmemory.interfaces.cli import (
@@ -38,7 +39,6 @@ from clawmemory.maintenance import (
     ScheduledJob,
     Scheduler,
 )
-from clawmemory.store.base import RunRecord
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType

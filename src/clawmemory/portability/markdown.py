@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clawmemory import private
+from clawmemory.backends.base import Link
 from clawmemory.errors import ClawMemoryError, InvalidInputError, StorageError
 from clawmemory.model import Filter, MemoryRecord, kind_policy
 from clawmemory.portability._common import Progress, iso, tick
 from clawmemory.portability.frontmatter import dump_front_matter, split_front_matter
-from clawmemory.store.base import Link
 
 if TYPE_CHECKING:
     from clawmemory.engine import Memory

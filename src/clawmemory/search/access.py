@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
-from clawmemory.store.base import Store
+from clawmemory.backends.base import Store
 
 __all__ = ["AccessTracker", "close_tracker", "settle", "tracker_for"]
 

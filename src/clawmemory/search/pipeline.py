@@ -26,6 +26,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from clawmemory.backends.base import RankInfo, Store
+from clawmemory.backends.memory.store import phrase_count, tokenize
 from clawmemory.config import RecallSettings, TimeSettings
 from clawmemory.model import Explanation, Filter, Hit, MemoryRecord, event_or_created
 from clawmemory.search import fusion
@@ -46,8 +48,6 @@ from clawmemory.search.temporal import (
     time_factor,
     zone,
 )
-from clawmemory.store.base import RankInfo, Store
-from clawmemory.store.memory import phrase_count, tokenize
 from clawmemory.vectors.base import VectorStore
 
 if TYPE_CHECKING:  # numpy loads on first vector use, not at import

@@ -13,7 +13,7 @@ from clawmemory.history.base import decode_tool_calls, encode_tool_calls
 from clawmemory.llm.base import Message, Role
 
 if TYPE_CHECKING:
-    from clawmemory.store.sqlite import SQLiteStore
+    from clawmemory.backends.sqlite.store import SQLiteStore
 
 __all__ = ["SQLiteHistoryStore"]
 

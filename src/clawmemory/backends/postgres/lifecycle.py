@@ -15,16 +15,16 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from clawmemory.model import MemoryRecord
-from clawmemory.store import postgres_purge as purge
-from clawmemory.store.base import ArchiveEntry, RunRecord, Version, order_versions
-from clawmemory.store.postgres_sql import (
+from clawmemory.backends.base import ArchiveEntry, RunRecord, Version, order_versions
+from clawmemory.backends.postgres import purge
+from clawmemory.backends.postgres.sql import (
     FTS_EXPR,
     INSERT,
     SELECT,
     fts_args,
     record_values,
 )
+from clawmemory.model import MemoryRecord
 
 __all__ = ["LifecycleMixin"]
 

@@ -14,7 +14,7 @@ from clawmemory.history.base import decode_tool_calls, encode_tool_calls
 from clawmemory.llm.base import Message, Role
 
 if TYPE_CHECKING:
-    from clawmemory.store.postgres import PostgresStore
+    from clawmemory.backends.postgres.store import PostgresStore
 
 __all__ = ["PostgresHistoryStore", "PostgresLedger"]
 

@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from clawmemory.backends.base import Store
 from clawmemory.errors import InvalidInputError
 from clawmemory.model import Filter
-from clawmemory.store.base import Store
 
 __all__ = ["COUNTED", "copy_store", "counts"]
 
@@ -162,7 +162,7 @@ def _put_archived(dst: Any, ns: str, r: Any, at: float) -> None:
     if dst.backend == "postgres":
         from psycopg.types.json import Jsonb
 
-        from clawmemory.store.postgres_sql import FTS_EXPR, fts_args
+        from clawmemory.backends.postgres.sql import FTS_EXPR, fts_args
 
         dst.execute(
             "INSERT INTO memories_archive (id, namespace, record, key, supersedes, source_ids,"

@@ -6,8 +6,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Sequence
 
-from clawmemory.model import Filter, MemoryRecord
-from clawmemory.store.base import (
+from clawmemory.backends.base import (
     ArchiveEntry,
     Link,
     RankInfo,
@@ -16,6 +15,7 @@ from clawmemory.store.base import (
     TextHit,
     Version,
 )
+from clawmemory.model import Filter, MemoryRecord
 
 __all__ = ["NoneStore"]
 

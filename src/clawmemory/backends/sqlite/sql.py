@@ -8,8 +8,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from clawmemory.backends.base import RankInfo, TextHit, time_sql
 from clawmemory.model import Filter, MemoryRecord, meta_equal
-from clawmemory.store.base import RankInfo, TextHit, time_sql
 
 __all__ = [
     "COLUMNS", "INSERT", "ORDER_SQL", "RANK_SELECT", "SELECT", "UPDATE",
@@ -83,7 +83,7 @@ def record_values(r: MemoryRecord) -> builtins.list[Any]:
 
 def filter_sql(namespace: str, flt: Filter, alias: str = "m") -> tuple[str, builtins.list[Any]]:
     """WHERE clause (without the keyword) and bindings for a Filter: ``Filter.matches`` in SQL,
-    condition by condition (store/postgres_sql.py mirrors this function; the time and validity
+    condition by condition (backends/postgres/sql.py mirrors this function; the time and validity
     conditions are ``base.time_sql``, shared by both)."""
     a = alias
     where = [f"{a}.namespace = ?"]

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from clawmemory import private
+from clawmemory.backends.base import Link, RunRecord, StoreStats
+from clawmemory.backends.memory.store import MemoryStore
 from clawmemory.errors import StorageError
 from clawmemory.model import DEFAULT_NAMESPACE, MemoryRecord
 from clawmemory.snapshot import parse_snapshot
-from clawmemory.store.base import Link, RunRecord, StoreStats
-from clawmemory.store.memory import MemoryStore
 
 __all__ = ["JSONFileStore"]
 

@@ -23,12 +23,12 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from clawmemory.backends.base import RankInfo, TextHit
+from clawmemory.backends.postgres.sql import RANK_SELECT, filter_sql, fold, rank_hit
 from clawmemory.model import Filter, MemoryRecord
-from clawmemory.store.base import RankInfo, TextHit
-from clawmemory.store.postgres_sql import RANK_SELECT, filter_sql, fold, rank_hit
 
 if TYPE_CHECKING:
-    from clawmemory.store.postgres import PostgresOptions
+    from clawmemory.backends.postgres.store import PostgresOptions
 
 __all__ = ["SearchMixin"]
 

@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from clawmemory.store import postgres_schema as schema
-from clawmemory.store.postgres import PostgresStore
+from clawmemory.backends.postgres import schema
+from clawmemory.backends.postgres.store import PostgresStore
 
 __all__ = ["PostgresVectorQueue", "PostgresVectors"]
 
@@ -277,8 +277,8 @@ class PostgresVectors:
 
 
 class PostgresVectorQueue:
-    """The vector queue of a PostgreSQL store (``vectors/queue.py`` on SQLite): rows written in
-    the writer's transaction, taken off by ``PostgresVectors.upsert``."""
+    """The vector queue of a PostgreSQL store (``backends/sqlite/queue.py`` on SQLite): rows
+    written in the writer's transaction, taken off by ``PostgresVectors.upsert``."""
 
     def __init__(self, store: PostgresStore) -> None:
         self.store = store

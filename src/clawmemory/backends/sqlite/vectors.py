@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from clawmemory.store.sqlite import SQLiteStore
+from clawmemory.backends.sqlite.store import SQLiteStore
 from clawmemory.vectors.matrix import VectorMatrix
 
 __all__ = ["SQLiteVectors"]

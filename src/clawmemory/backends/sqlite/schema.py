@@ -1,7 +1,7 @@
 """The SQLite file's schema: recognising a clawmemory database, recorded migrations, and the
 one-time scrub after an upgrade to secure delete.
 
-Migrations are the numbered ``.sql`` files in ``store/migrations/`` plus the few steps SQL
+Migrations are the numbered ``.sql`` files in ``backends/sqlite/migrations/`` plus the few steps SQL
 alone cannot express generically (``STEPS``); a file's number is its version, recorded in
 ``schema_version`` with the file name, in the same transaction as the change.
 """
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from clawmemory.errors import SchemaError, StorageError
 
 if TYPE_CHECKING:
-    from clawmemory.store.sqlite import SQLiteStore
+    from clawmemory.backends.sqlite.store import SQLiteStore
 
 __all__ = ["INITIAL_MIGRATION", "SECURE_DELETE_VERSION", "check_ownership", "migrate",
            "migrations"]
@@ -101,7 +101,7 @@ def vacuum_if_needed(store: SQLiteStore) -> None:
     if str(store.path) == ":memory:" or not c.execute(
             "SELECT 1 FROM meta WHERE key = 'needs_vacuum'").fetchall():
         return
-    from clawmemory.store.sqlite import log
+    from clawmemory.backends.sqlite.store import log
 
     try:
         with store._lock:  # no other thread of this process may be mid-transaction
@@ -158,7 +158,7 @@ STEPS: tuple[tuple[int, str, Step], ...] = (
 
 def migrations() -> list[tuple[int, str, Step]]:
     """(version, name, step) of each migration, in version order."""
-    pkg = resources.files("clawmemory.store") / "migrations"
+    pkg = resources.files("clawmemory.backends.sqlite") / "migrations"
     files = [p for p in pkg.iterdir() if p.name.endswith(".sql")]
     found: list[tuple[int, str, Step]] = [
         (int(p.name.split("_", 1)[0]), p.name, p.read_text(encoding="utf-8")) for p in files]

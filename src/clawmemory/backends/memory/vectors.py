@@ -9,8 +9,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from clawmemory.backends.memory.store import MemoryStore
 from clawmemory.model import Filter
-from clawmemory.store.memory import MemoryStore
 from clawmemory.vectors.matrix import VectorMatrix
 
 __all__ = ["MemoryVectors"]

@@ -18,8 +18,8 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from clawmemory.backends.base import RankInfo, TextHit, time_sql
 from clawmemory.model import Filter, MemoryRecord
-from clawmemory.store.base import RankInfo, TextHit, time_sql
 
 __all__ = [
     "COLUMNS", "FTS_EXPR", "INSERT", "INSERT_MANY", "ORDER_SQL", "RANK_SELECT", "SELECT", "UPDATE",

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from clawmemory.store.base import Store
-    from clawmemory.store.sqlite import SQLiteStore
+    from clawmemory.backends.base import Store
+    from clawmemory.backends.sqlite.store import SQLiteStore
 
 __all__ = ["QueueEntry", "SQLiteVectorQueue", "VectorQueue"]
 
@@ -21,7 +21,7 @@ _CHUNK = 500  # bound on bound parameters per statement
 
 class VectorQueue(Protocol):
     """Memories waiting for their vector, in the store's own tables (SQLite here,
-    ``vectors/postgres.py`` on PostgreSQL)."""
+    ``backends/postgres/vectors.py`` on PostgreSQL)."""
 
     @property
     def store(self) -> Store: ...

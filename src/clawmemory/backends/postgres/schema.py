@@ -1,7 +1,7 @@
 """The PostgreSQL schema: recorded migrations, recognising a clawmemory schema, and the vector
 table that is created once the embedding dimension is known.
 
-PostgreSQL migrations are their own numbered ``.sql`` files in ``store/postgres_migrations/``
+PostgreSQL migrations are their own numbered ``.sql`` files in ``backends/postgres/migrations/``
 (independent of SQLite's numbers), recorded in ``schema_version`` with the file name in the
 transaction that applies them. Processes that open a new database at the same moment take turns
 (a transaction-level advisory lock), so each migration runs once.
@@ -33,7 +33,7 @@ TENANT_TABLES = ("memories", "links", "entities", "memory_entities", "messages",
 
 def migrations() -> list[tuple[int, str, str]]:
     """(version, file name, SQL) of each PostgreSQL migration, in version order."""
-    pkg = resources.files("clawmemory.store") / "postgres_migrations"
+    pkg = resources.files("clawmemory.backends.postgres") / "migrations"
     found = [(int(p.name.split("_", 1)[0]), p.name, p.read_text(encoding="utf-8"))
              for p in pkg.iterdir() if p.name.endswith(".sql")]
     return sorted(found)

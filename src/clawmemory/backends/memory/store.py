@@ -17,8 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from clawmemory.model import Filter, MemoryRecord
-from clawmemory.store.base import (
+from clawmemory.backends.base import (
     ArchiveEntry,
     Link,
     RankInfo,
@@ -29,6 +28,7 @@ from clawmemory.store.base import (
     connected_versions,
     upsert,
 )
+from clawmemory.model import Filter, MemoryRecord
 
 __all__ = ["MemoryStore", "phrase_count", "stem", "tokenize"]
 

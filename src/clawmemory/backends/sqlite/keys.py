@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from clawmemory.auth.base import ApiKey, Role
 
 if TYPE_CHECKING:
-    from clawmemory.store.sqlite import SQLiteStore
+    from clawmemory.backends.sqlite.store import SQLiteStore
 
 __all__ = ["SQLKeyStore", "SQLiteKeyStore"]
 
@@ -27,7 +27,7 @@ def _key(row: Sequence[Any]) -> ApiKey:
 class SQLKeyStore:
     """A ``KeyStore`` over one SQL table (``api_keys``), written with ``?`` marks: the
     subclass runs a statement in its store's write transaction (``_run``) and reads rows
-    (``_rows``). SQLite and PostgreSQL (auth/postgres.py) share these statements."""
+    (``_rows``). SQLite and PostgreSQL (backends/postgres/keys.py) share these statements."""
 
     def _run(self, sql: str, args: Sequence[Any]) -> None:
         raise NotImplementedError

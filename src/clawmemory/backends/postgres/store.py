@@ -11,7 +11,7 @@ they read what they will build on: ``lock_namespace``): writers of one tenant ta
 tenants write in parallel, readers never wait.
 
 Full-text search uses a ``tsvector`` per memory with a GIN index (``postgres_search.py``),
-vectors live in pgvector (``vectors/postgres.py``), migrations in ``postgres_schema.py``.
+vectors live in pgvector (``backends/postgres/vectors.py``), migrations in ``postgres_schema.py``.
 """
 
 from __future__ import annotations
@@ -26,13 +26,11 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from clawmemory.errors import ConfigError, StorageError
-from clawmemory.model import Filter, MemoryRecord
-from clawmemory.store import postgres_schema as schema
-from clawmemory.store.base import Link, StoreStats, upsert
-from clawmemory.store.postgres_lifecycle import LifecycleMixin
-from clawmemory.store.postgres_search import SearchMixin
-from clawmemory.store.postgres_sql import (
+from clawmemory.backends.base import Link, StoreStats, upsert
+from clawmemory.backends.postgres import schema
+from clawmemory.backends.postgres.lifecycle import LifecycleMixin
+from clawmemory.backends.postgres.search import SearchMixin
+from clawmemory.backends.postgres.sql import (
     INSERT,
     INSERT_MANY,
     ORDER_SQL,
@@ -43,6 +41,8 @@ from clawmemory.store.postgres_sql import (
     record_values,
     row_to_record,
 )
+from clawmemory.errors import ConfigError, StorageError
+from clawmemory.model import Filter, MemoryRecord
 
 __all__ = ["PostgresOptions", "PostgresStore", "is_postgres_url", "redact"]
 
@@ -470,7 +470,7 @@ class PostgresStore(SearchMixin, LifecycleMixin):
     def key_store(self) -> Any:
         """API keys live in this database (``clawmemory.auth``, PostgreSQL migration 004), so
         every replica of a service checks the same keys."""
-        from clawmemory.auth.postgres import PostgresKeyStore
+        from clawmemory.backends.postgres.keys import PostgresKeyStore
 
         return PostgresKeyStore(self)
 

@@ -1,6 +1,7 @@
 """API keys in the PostgreSQL store's ``api_keys`` table (PostgreSQL migration 004): the same
-statements as auth/sqlite.py, with psycopg's ``%s`` marks, in the store's transactions. Every
-replica of a service reads the same keys, so a key created or revoked on one is seen by all."""
+statements as backends/sqlite/keys.py, with psycopg's ``%s`` marks, in the store's
+transactions. Every replica of a service reads the same keys, so a key created or revoked on
+one is seen by all."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ import builtins
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from clawmemory.auth.sqlite import SQLKeyStore
+from clawmemory.backends.sqlite.keys import SQLKeyStore
 
 if TYPE_CHECKING:
-    from clawmemory.store.postgres import PostgresStore
+    from clawmemory.backends.postgres.store import PostgresStore
 
 __all__ = ["PostgresKeyStore"]
 

@@ -10,9 +10,9 @@ import re
 from pathlib import Path
 
 from clawmemory import private
+from clawmemory.backends.base import Store
 from clawmemory.config import URL_SCHEME, Backend, Settings, check_backend, default_home
 from clawmemory.errors import ConfigError, NotFoundError
-from clawmemory.store.base import Store
 
 __all__ = ["BACKENDS", "open_store"]
 
@@ -39,17 +39,17 @@ def open_store(settings: Settings, *, create: bool = True, read_only: bool = Fal
     weights = (r.weight_key, r.weight_content, r.weight_tags, r.weight_source)
     try:
         if name == "sqlite":
-            from clawmemory.store.sqlite import SQLiteStore
+            from clawmemory.backends.sqlite.store import SQLiteStore
 
             return SQLiteStore(settings.resolved_db(),
                                busy_timeout_ms=settings.storage.busy_timeout_ms, weights=weights,
                                create=create, read_only=read_only)
         if name == "memory":
-            from clawmemory.store.memory import MemoryStore
+            from clawmemory.backends.memory.store import MemoryStore
 
             return MemoryStore(weights=weights)
         if name == "json":
-            from clawmemory.store.jsonfile import JSONFileStore
+            from clawmemory.backends.jsonfile.store import JSONFileStore
 
             path = settings.resolved_db()
             if not create and not path.exists():
@@ -57,13 +57,13 @@ def open_store(settings: Settings, *, create: bool = True, read_only: bool = Fal
                                     " stored there; `clawmem add` creates it)")
             return JSONFileStore(path, weights=weights)
         if name == "none":
-            from clawmemory.store.none import NoneStore
+            from clawmemory.backends.none.store import NoneStore
 
             return NoneStore()
     except (ImportError, ConfigError) as exc:
         log.warning("memory backend %r is unavailable (%s); memory is disabled (backend none)",
                     name, exc)
-    from clawmemory.store.none import NoneStore
+    from clawmemory.backends.none.store import NoneStore
 
     return NoneStore()
 
@@ -88,7 +88,7 @@ def _open_postgres(settings: Settings, *, create: bool, read_only: bool) -> Stor
     if not _is_address(settings.db):
         raise ConfigError('backend "postgres" needs a postgresql:// address in db'
                           " (--db / CLAWMEM_DB)")
-    from clawmemory.store.postgres import PostgresOptions, PostgresStore
+    from clawmemory.backends.postgres.store import PostgresOptions, PostgresStore
 
     r = settings.recall
     options = PostgresOptions(**settings.postgres.model_dump())

@@ -22,10 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from clawmemory import private
-from clawmemory.errors import ConfigError, StorageError
-from clawmemory.model import Filter, MemoryRecord
-from clawmemory.store import sqlite_schema as schema
-from clawmemory.store.base import (
+from clawmemory.backends.base import (
     ArchiveEntry,
     Link,
     RankInfo,
@@ -36,7 +33,8 @@ from clawmemory.store.base import (
     order_versions,
     upsert,
 )
-from clawmemory.store.sqlite_sql import (
+from clawmemory.backends.sqlite import schema
+from clawmemory.backends.sqlite.sql import (
     INSERT,
     ORDER_SQL,
     RANK_SELECT,
@@ -51,6 +49,8 @@ from clawmemory.store.sqlite_sql import (
     record_values,
     row_to_record,
 )
+from clawmemory.errors import ConfigError, StorageError
+from clawmemory.model import Filter, MemoryRecord
 
 __all__ = ["SQLiteStore", "filter_sql", "fts_query"]
 
@@ -592,7 +592,7 @@ class SQLiteStore:
 
     def key_store(self) -> Any:
         """API keys live in this file (``clawmemory.auth``, migration 012)."""
-        from clawmemory.auth.sqlite import SQLiteKeyStore
+        from clawmemory.backends.sqlite.keys import SQLiteKeyStore
 
         return SQLiteKeyStore(self)
 

@@ -42,7 +42,7 @@ from clawmemory.entities.linking import (
 )
 
 if TYPE_CHECKING:
-    from clawmemory.store.sqlite import SQLiteStore
+    from clawmemory.backends.sqlite.store import SQLiteStore
 
 
 __all__ = ["SQLiteEntityIndex"]

@@ -39,7 +39,7 @@ from clawmemory.entities.linking import (
 )
 
 if TYPE_CHECKING:
-    from clawmemory.store.postgres import PostgresStore
+    from clawmemory.backends.postgres.store import PostgresStore
 
 __all__ = ["PostgresEntityIndex"]
 

@@ -1,1 +1,0 @@
-"""Storage backends behind one ``Store`` protocol (see ``base``)."""

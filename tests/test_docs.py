@@ -244,7 +244,8 @@ LINK = re.compile(r"\]\(([^)\s#]+)(?:#[^)]*)?\)")
 
 def _user_docs() -> list[Path]:
     """README.md, docs/, bench/*.md and examples/: what a reader of the repository opens."""
-    paths = [ROOT / "README.md", *sorted(DOCS.rglob("*.md")), *sorted((ROOT / "bench").glob("*.md"))]
+    paths = [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]
+    paths += sorted((ROOT / "bench").glob("*.md"))
     paths += sorted(p for p in (ROOT / "examples").rglob("*") if p.suffix in {".md", ".py"})
     return paths
 

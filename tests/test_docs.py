@@ -265,3 +265,20 @@ def test_no_doc_points_outside_the_repository() -> None:
                 if ROOT.resolve() not in resolved.parents or not resolved.exists():
                     found.append(f"{where}: link {target}")
     assert found == []
+
+
+# --- decision records --------------------------------------------------------------------------
+ADR_SECTIONS = ["Status", "Date", "Context", "Decision", "Alternatives considered",
+                "Consequences"]
+
+
+ADRS = sorted(p for p in (DOCS / "adr").glob("[0-9]*.md") if p.name != "0000-template.md")
+
+
+@pytest.mark.parametrize("path", ADRS, ids=lambda p: p.stem)
+def test_every_adr_follows_the_template(path: Path) -> None:
+    """docs/adr/0000-template.md's six sections, in its order; the date as YYYY-MM-DD."""
+    text = path.read_text("utf-8")
+    assert re.findall(r"^## (.+)$", text, re.M) == ADR_SECTIONS
+    date = text.split("## Date\n\n", 1)[1].split("\n", 1)[0]
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", date), date

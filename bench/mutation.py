@@ -11,9 +11,9 @@ mutmut (the ``[tool.mutmut]`` table in pyproject.toml) copies ``src/`` into ``mu
 every small change ("mutant") of every function of the core modules built in, runs the whole
 suite once to learn which tests call which function, then, per mutant, runs only those tests
 with the mutant switched on. A mutant the tests notice is *killed*; one they do not notice
-*survived*: a behaviour no test protects. docs/testing.md says how to read a survivor and
-lists the survivors that are equivalent (no behaviour changed), which the report leaves out
-of "to explain".
+*survived*: a behaviour no test protects. docs/testing.md says how to read a survivor;
+bench/mutation-equivalents.md lists the survivors that are equivalent (no behaviour changed),
+which the report leaves out of "to explain".
 
 Two things this script adds to a plain ``mutmut run``:
 
@@ -44,7 +44,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 MUTANTS = ROOT / "mutants"
-TESTING_DOC = ROOT / "docs" / "testing.md"
+EQUIVALENTS = ROOT / "bench" / "mutation-equivalents.md"
 SAMPLE = MUTANTS / "sample.json"
 
 # Module name -> the mutant-name pattern mutmut selects it by. Order: the modules nobody
@@ -113,10 +113,10 @@ def module_of(mutant: str) -> str | None:
 
 
 def equivalent() -> set[str]:
-    """The survivors docs/testing.md lists as equivalent: a table row starting ``| `name` |``."""
-    if not TESTING_DOC.exists():
+    """The survivors bench/mutation-equivalents.md lists: a table row starting ``| `name` |``."""
+    if not EQUIVALENTS.exists():
         return set()
-    return set(re.findall(r"^\| `(clawmemory\.[^`]+)` \|", TESTING_DOC.read_text("utf-8"), re.M))
+    return set(re.findall(r"^\| `(clawmemory\.[^`]+)` \|", EQUIVALENTS.read_text("utf-8"), re.M))
 
 
 def draw(modules: list[str], per_module: int, seed: int) -> list[str]:
@@ -193,7 +193,7 @@ def report(modules: list[str], show: int, diffs: bool = False) -> None:
               f"{sampled(mine, sample.get(name, [])):<30}"
               f"{sum(1 for m in unexplained if module_of(m) == name):>10}")
     if unexplained and show:
-        print(f"\nSurvivors not listed as equivalent in docs/testing.md ({len(unexplained)}); "
+        print(f"\nSurvivors not listed in bench/mutation-equivalents.md ({len(unexplained)}); "
               "`.venv/bin/mutmut show NAME` prints the change:")
         if diffs:
             print_diffs(unexplained[:show])
@@ -259,7 +259,7 @@ def main() -> None:
         # Every module's mutants in one mutmut run: its stats update, clean run of the tests
         # and forced failure (minutes each) are paid once, not once per module.
         wanted = {None} if args.resume else {"survived", "no tests"}
-        # A survivor listed as equivalent in docs/testing.md stays one: no test to rerun for it.
+        # A survivor listed in bench/mutation-equivalents.md stays one: no test to rerun for it.
         listed = equivalent()
         names = [m for m, code in results().items()
                  if module_of(m) in modules and STATUS.get(code) in wanted and m not in listed]

@@ -232,3 +232,53 @@ def test_every_setting_is_in_docs_configuration_md() -> None:
         named = set(CODE.findall(section))
         missing += [f"{name}.{key}" for key in model.model_fields if key not in named]
     assert missing == []
+
+
+# --- no doc points outside the repository -------------------------------------------------------
+ROOT = DOCS.parent
+# A folder beside the checkout (``../shared/...``), a machine's own paths (``/work/...``): a
+# reader of the repository has neither. Example paths (``/home/you``, ``/tmp``) are fine.
+OUTSIDE = re.compile(r"\.\./shared\b|(?<![\w./-])shared/|(?<![\w.])/work/|\bfile://")
+LINK = re.compile(r"\]\(([^)\s#]+)(?:#[^)]*)?\)")
+
+
+def _user_docs() -> list[Path]:
+    """README.md, docs/, bench/*.md and examples/: what a reader of the repository opens."""
+    paths = [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]
+    paths += sorted((ROOT / "bench").glob("*.md"))
+    paths += sorted(p for p in (ROOT / "examples").rglob("*") if p.suffix in {".md", ".py"})
+    return paths
+
+
+def test_no_doc_points_outside_the_repository() -> None:
+    found = []
+    for path in _user_docs():
+        for number, line in enumerate(path.read_text("utf-8").splitlines(), 1):
+            where = f"{path.relative_to(ROOT)}:{number}"
+            found += [f"{where}: {m.group(0)}" for m in OUTSIDE.finditer(line)]
+            if path.suffix != ".md":
+                continue
+            for target in LINK.findall(line):
+                if re.match(r"[a-z][a-z0-9+.-]*:", target):   # https:, mailto: ...
+                    continue
+                resolved = (path.parent / target).resolve()
+                if ROOT.resolve() not in resolved.parents or not resolved.exists():
+                    found.append(f"{where}: link {target}")
+    assert found == []
+
+
+# --- decision records --------------------------------------------------------------------------
+ADR_SECTIONS = ["Status", "Date", "Context", "Decision", "Alternatives considered",
+                "Consequences"]
+
+
+ADRS = sorted(p for p in (DOCS / "adr").glob("[0-9]*.md") if p.name != "0000-template.md")
+
+
+@pytest.mark.parametrize("path", ADRS, ids=lambda p: p.stem)
+def test_every_adr_follows_the_template(path: Path) -> None:
+    """docs/adr/0000-template.md's six sections, in its order; the date as YYYY-MM-DD."""
+    text = path.read_text("utf-8")
+    assert re.findall(r"^## (.+)$", text, re.M) == ADR_SECTIONS
+    date = text.split("## Date\n\n", 1)[1].split("\n", 1)[0]
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", date), date

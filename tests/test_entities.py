@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from clawmemory.backends.memory.entities import MemoryEntityIndex
+from clawmemory.backends.registry import backend_of
 from clawmemory.entities import (
     EntityIndex,
     EntityType,
@@ -25,7 +26,6 @@ from clawmemory.entities import (
     build_pipeline,
     candidate_names,
     canonical_name,
-    entity_index_for,
     make_provider,
     normalize_name,
     resolve_overlaps,
@@ -313,7 +313,7 @@ def subject(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Subject]
         from clawmemory.backends.memory.store import MemoryStore
 
         store = MemoryStore()
-    index = entity_index_for(store)
+    index = backend_of(store).entities
     assert index is not None
 
     def put(ns: str, mid: str) -> None:
@@ -491,7 +491,7 @@ def test_sqlite_rows_persist_and_store_delete_cleans_up(tmp_path: Path) -> None:
     index = SQLiteEntityIndex(store, clock=lambda: START)
     store.put(_record("a", "m1"))
     (eid,) = index.link_mentions("a", "m1", [mention("@caroline", T.MENTION)])
-    rows = store._query("SELECT namespace, canonical_name, norm_name, type, aliases,"
+    rows = store.query("SELECT namespace, canonical_name, norm_name, type, aliases,"
                         " mention_count, created_at FROM entities WHERE id = ?", (eid,))
     assert rows == [("a", "caroline", "caroline", "mention", '["@caroline"]', 1, START)]
     store.close()
@@ -521,7 +521,7 @@ def test_memory_index_round_trips_through_json() -> None:
 def test_no_index_for_the_none_backend() -> None:
     from clawmemory.backends.none.store import NoneStore
 
-    assert entity_index_for(NoneStore()) is None
+    assert backend_of(NoneStore()).entities is None
 
 
 def test_search_ignores_entities_that_are_everywhere(subject: Subject) -> None:
@@ -582,10 +582,10 @@ def test_aliases_of_an_older_database_are_indexed_on_upgrade(tmp_path: Path) -> 
     store.close()
 
     upgraded = SQLiteStore(tmp_path / "memory.db")
-    assert upgraded._query("SELECT 1 FROM schema_version WHERE version = 8") == [(1,)]
+    assert upgraded.query("SELECT 1 FROM schema_version WHERE version = 8") == [(1,)]
     index = SQLiteEntityIndex(upgraded)
     assert [h.memory_id for h in index.search("a", ["melanie"], 5)] == ["m1"]
     assert [h.memory_id for h in index.search("a", ["@MEL"], 5)] == ["m1"]
     upgraded.delete("a", ["m1"])
-    assert upgraded._query("SELECT count(*) FROM entity_aliases")[0][0] == 0
+    assert upgraded.query("SELECT count(*) FROM entity_aliases")[0][0] == 0
     upgraded.close()

@@ -55,7 +55,7 @@ class HashEmbedder:
 
 
 def count(store: SQLiteStore, sql: str, *args: object) -> int:
-    return int(store._query(sql, args)[0][0])
+    return int(store.query(sql, args)[0][0])
 
 
 def file_bytes(db: Path) -> bytes:
@@ -200,7 +200,7 @@ def test_the_forgotten_tenant_leaves_nothing_in_any_table(
 ) -> None:
     a, _, store, _ = tenants
     a.forget_namespace()
-    tables = [r[0] for r in store._query(
+    tables = [r[0] for r in store.query(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE '%namespace%'")]
     assert {"memories", "links", "entities", "memories_archive", "vec_log"} <= set(tables)
     for table in tables:

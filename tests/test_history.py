@@ -120,7 +120,7 @@ def test_forgotten_history_leaves_no_row(mem: Memory, store: Store) -> None:
     history_store(mem).set_summary(KEY, "gone too")
     mem.forget_namespace()
     for table in ("messages", "summaries"):
-        assert store._query(f"SELECT COUNT(*) FROM {table}")[0][0] == 0, table
+        assert store.query(f"SELECT COUNT(*) FROM {table}")[0][0] == 0, table
 
 
 def test_threads_appending_to_one_key_keep_every_message_in_order(hstore: HistoryStore) -> None:

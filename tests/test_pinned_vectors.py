@@ -24,6 +24,7 @@ from clawmemory.backends.base import Store
 from clawmemory.backends.jsonfile.store import JSONFileStore
 from clawmemory.backends.memory.store import MemoryStore
 from clawmemory.backends.postgres.store import PostgresOptions, PostgresStore
+from clawmemory.backends.registry import backend_of
 from clawmemory.backends.sqlite.store import SQLiteStore
 from clawmemory.errors import EmbeddingError
 from clawmemory.vectors.matrix import VectorMatrix
@@ -287,7 +288,7 @@ def test_a_forgotten_namespace_starts_again_with_no_vectors(store: Store, clock:
     assert mem.with_namespace("nobody").forget_namespace() == 0
     assert bob.forget_namespace() == 3
     if isinstance(store, SQLiteStore):  # the rows themselves, not only the cache
-        assert store._query("SELECT COUNT(*) FROM vec_memories") == [(0,)]
+        assert store.query("SELECT COUNT(*) FROM vec_memories") == [(0,)]
     new = bob.store("apple pie recipe")
     hit = bob.recall("apple pie", mode="vector")[0]
     plain = float(embedder.embed_query("apple pie") @ embedder.embed(["apple pie recipe"])[0])
@@ -315,15 +316,15 @@ def test_a_failed_embedding_is_counted_on_the_queue_row(store: Store, clock: Clo
     assert queue.pending(None, 10, after=entry[2]) == []
     assert queue.pending(None, 10, max_attempts=1) == []
     assert queue.pending(None, 10, max_attempts=2) == [entry]
-    rows = store._query("SELECT attempts, last_error FROM vector_queue")  # type: ignore[attr-defined]
+    rows = store.query("SELECT attempts, last_error FROM vector_queue")  # type: ignore[attr-defined]
     assert [tuple(r) for r in rows] == [(1, ("model crashed: " + "x" * 600)[:500])]
 
 
 @pytest.mark.parametrize("backend", backend_params("sqlite", "postgres"), indirect=True)
 def test_an_unbound_vector_store_counts_nothing(store: Store) -> None:
-    from clawmemory.vectors import vector_store_for
-
-    vectors = vector_store_for(store)
+    make = backend_of(store).vectors
+    assert make is not None
+    vectors = make(50)
     assert vectors is not None
     assert (vectors.count("default"), vectors.missing("default", 10)) == (0, [])
     assert vectors.upsert("default", [("m1", np.ones(4, np.float32))]) == 0

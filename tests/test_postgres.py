@@ -597,11 +597,11 @@ def test_connection_settings_apply_without_losing_the_address_options(url: str) 
                         postgres={"statement_timeout_ms": 1500, "pool_max_size": 3})
     store = PostgresStore(url, options=_options(settings))
     try:
-        assert store._query("SHOW statement_timeout") == [("1500ms",)]
-        schema = store._query("SELECT current_schema()")[0][0]
+        assert store.query("SHOW statement_timeout") == [("1500ms",)]
+        schema = store.query("SELECT current_schema()")[0][0]
         assert schema.startswith("t_")  # the address's search_path still applies
         with pytest.raises(StorageError, match="statement timeout"):
-            store._query("SELECT pg_sleep(3)")
+            store.query("SELECT pg_sleep(3)")
     finally:
         store.close()
 
@@ -627,7 +627,7 @@ def test_another_embedder_disables_vectors_until_reindex(
         assert mem.reindex() == 2  # every namespace
         assert mem.recall("quick fox", mode="vector")[0].memory.content == "the quick brown fox"
         assert mem.with_namespace("bob").recall("violins", mode="vector")
-        assert store._query("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE"
+        assert store.query("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE"
                             " attrelid = 'vec_memories'::regclass AND attname = 'embedding'"
                             ) == [("vector(8)",)]
 

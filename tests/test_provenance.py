@@ -213,7 +213,7 @@ def test_an_upgraded_database_indexes_the_provenance_it_already_holds(tmp_path: 
     store.close()
 
     upgraded = SQLiteStore(db)
-    assert upgraded._query("SELECT COUNT(*) FROM schema_version WHERE version = 10") == [(1,)]
+    assert upgraded.query("SELECT COUNT(*) FROM schema_version WHERE version = 10") == [(1,)]
     assert {(r.id, a) for r, a in upgraded.derived("default", [e])} == {
         (f, False), (archived, True)}
 

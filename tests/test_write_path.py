@@ -45,7 +45,7 @@ def raw(db: Path, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
     """Read the file through a separate connection, as another process would."""
     store = SQLiteStore(db)
     try:
-        return store._query(sql, args)
+        return store.query(sql, args)
     finally:
         store.close()
 

@@ -14,14 +14,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from clawmemory.backends.base import Store
+from clawmemory.backends.base import Backend, Store
+from clawmemory.backends.registry import backend_of
 from clawmemory.config import Settings
 from clawmemory.errors import ClawMemoryError, ConfigError
 from clawmemory.model import Filter, MemoryRecord
-from clawmemory.vectors import VectorStore, vector_store_for
+from clawmemory.vectors.base import VectorQueue, VectorStore
 
 if TYPE_CHECKING:
-    from clawmemory.backends.sqlite.queue import VectorQueue
     from clawmemory.indexing import VectorWorker
 
 __all__ = ["Components"]
@@ -62,7 +62,8 @@ class Components:
         # Serialises "find the previous turn + insert + link" on backends without transactions.
         self.write_lock = threading.RLock()
         self.warm_note = ""  # what the last warm-up did, for a server's start-up line
-        self._queue = queue_for(store)
+        self.backend = backend_of(store)
+        self._queue = self.backend.queue
         self._embedder_problem: str | None = None
         self._forget_hooks: list[Callable[[str], None]] = []
 
@@ -75,6 +76,7 @@ class Components:
                 self._forget_hooks.append(hook)
 
     def forget_namespace_state(self, namespace: str) -> None:
+        self.backend.forget_namespace(namespace)  # what the backend keeps in this process
         with self._lock:
             hooks = list(self._forget_hooks)
         for hook in hooks:
@@ -91,7 +93,7 @@ class Components:
 
     def _make_embedder(self) -> Any:
         e = self.settings.embedder
-        if self.store.backend == "none" or e.provider in ("", "none"):
+        if self.backend.disabled or e.provider in ("", "none"):
             return None
         try:
             from clawmemory.embed import make_embedder
@@ -147,7 +149,8 @@ class Components:
         return "ok"
 
     def _new_vector_store(self) -> VectorStore | None:
-        return vector_store_for(self.store, centre_min_rows=self.settings.recall.centre_min_rows)
+        make = self.backend.vectors
+        return make(self.settings.recall.centre_min_rows) if make is not None else None
 
     def vector_queue(self) -> VectorQueue | None:
         """The vector queue when new memories should be queued: a SQLite file with sqlite-vec
@@ -309,26 +312,9 @@ class Components:
         with self._lock:
             if not self._entities_tried:
                 if self.settings.entities.enabled:
-                    self._entities, self._ner = _make_entity_layer(self.store)
+                    self._entities, self._ner = _make_entity_layer(self.backend)
                 self._entities_tried = True  # last: lock-free readers then see the layer
             return (self._entities, self._ner) if self._entities is not None else None
-
-
-def queue_for(store: Store) -> VectorQueue | None:
-    """The vector queue kept in ``store``'s own tables, or None where there is none."""
-    from clawmemory.backends.sqlite.store import SQLiteStore
-
-    if store.backend == "postgres":
-        from clawmemory.backends.postgres.store import PostgresStore
-        from clawmemory.backends.postgres.vectors import PostgresVectorQueue
-
-        assert isinstance(store, PostgresStore)
-        return PostgresVectorQueue(store)
-    if not isinstance(store, SQLiteStore) or not store.vec_available:
-        return None
-    from clawmemory.backends.sqlite.queue import SQLiteVectorQueue
-
-    return SQLiteVectorQueue(store)
 
 
 def document_text(record: MemoryRecord, context: Sequence[str] = ()) -> str:
@@ -338,10 +324,9 @@ def document_text(record: MemoryRecord, context: Sequence[str] = ()) -> str:
     return "\n".join([*context, text])
 
 
-def _make_entity_layer(store: Store) -> tuple[Any, Any]:
-    try:
-        from clawmemory.entities import entity_index_for, make_pipeline
-    except ImportError:
+def _make_entity_layer(backend: Backend) -> tuple[Any, Any]:
+    if backend.entities is None:
         return None, None
-    index = entity_index_for(store)
-    return (index, make_pipeline()) if index is not None else (None, None)
+    from clawmemory.entities import make_pipeline
+
+    return backend.entities, make_pipeline()

@@ -48,7 +48,7 @@ def fill_vectors(
     for entry in entries:
         by_ns.setdefault(entry[0], []).append(entry)
     for ns, group in by_ns.items():
-        records = queue.store.get_many(ns, [e[1] for e in group])
+        records = components.store.get_many(ns, [e[1] for e in group])
         if not records:
             continue
         before = None if preceding is None else [preceding.get(r.id, []) for r in records]

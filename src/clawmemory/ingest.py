@@ -14,18 +14,15 @@ restart. The ledger moves behind the ``Store`` protocol once the engine grows se
 
 from __future__ import annotations
 
-import threading
-import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
+from clawmemory.backends.base import SessionLedger
+from clawmemory.backends.registry import backend_of
 from clawmemory.errors import InvalidInputError
 from clawmemory.validation import check_content, check_label
 
 if TYPE_CHECKING:
-    from clawmemory.backends.base import Store
-    from clawmemory.backends.sqlite.store import SQLiteStore
     from clawmemory.engine import Memory
 
 __all__ = [
@@ -42,148 +39,10 @@ __all__ = [
 EPISODE_SOURCE = "conversation"  # 003 provenance tag for raw dialogue
 
 
-class SessionLedger(Protocol):
-    """Consolidation state per (namespace, session): when first seen, when consolidated."""
-
-    def ensure(self, namespace: str, session_id: str, now: float) -> bool:
-        """Register the session if new; True when it was new."""
-        ...
-
-    def pending(self, namespace: str, exclude: str | None) -> list[str]:
-        """Unconsolidated sessions, first seen first, without ``exclude``."""
-        ...
-
-    def mark(self, namespace: str, session_id: str, now: float) -> bool:
-        """Record consolidation (registering the session if needed); False if already done."""
-        ...
-
-    def consolidated_at(self, namespace: str, session_id: str) -> float | None: ...
-
-    def reopen(self, namespace: str, session_id: str) -> bool:
-        """Mark a consolidated session pending again; False when it was not consolidated."""
-        ...
-
-
-class _SQLiteLedger:
-    """The 004 ``sessions_consolidations`` state in the store's ``sessions`` table."""
-
-    def __init__(self, store: SQLiteStore) -> None:
-        self.store = store
-
-    def ensure(self, namespace: str, session_id: str, now: float) -> bool:
-        with self.store.write():
-            c = self.store.conn
-            c.execute("INSERT OR IGNORE INTO sessions (namespace, session_id, first_seen_at)"
-                      " VALUES (?, ?, ?)", (namespace, session_id, now))
-            return bool(c.changes())
-
-    def pending(self, namespace: str, exclude: str | None) -> list[str]:
-        rows = self.store._query(
-            "SELECT session_id FROM sessions WHERE namespace = ? AND consolidated_at IS NULL"
-            " AND session_id IS NOT ? ORDER BY first_seen_at, session_id", (namespace, exclude))
-        return [str(r[0]) for r in rows]
-
-    def mark(self, namespace: str, session_id: str, now: float) -> bool:
-        with self.store.write():
-            c = self.store.conn
-            c.execute("INSERT OR IGNORE INTO sessions (namespace, session_id, first_seen_at)"
-                      " VALUES (?, ?, ?)", (namespace, session_id, now))
-            c.execute("UPDATE sessions SET consolidated_at = ? WHERE namespace = ?"
-                      " AND session_id = ? AND consolidated_at IS NULL",
-                      (now, namespace, session_id))
-            return bool(c.changes())
-
-    def reopen(self, namespace: str, session_id: str) -> bool:
-        with self.store.write():
-            self.store.conn.execute(
-                "UPDATE sessions SET consolidated_at = NULL WHERE namespace = ? AND"
-                " session_id = ? AND consolidated_at IS NOT NULL", (namespace, session_id))
-            return bool(self.store.conn.changes())
-
-    def consolidated_at(self, namespace: str, session_id: str) -> float | None:
-        rows = self.store._query(
-            "SELECT consolidated_at FROM sessions WHERE namespace = ? AND session_id = ?",
-            (namespace, session_id))
-        return float(rows[0][0]) if rows and rows[0][0] is not None else None
-
-
-@dataclass
-class _Entry:
-    first_seen_at: float
-    consolidated_at: float | None = None
-
-
-@dataclass
-class _ProcessLedger:
-    """Session state held in this process, for backends without a sessions table."""
-
-    sessions: dict[tuple[str, str], _Entry] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def ensure(self, namespace: str, session_id: str, now: float) -> bool:
-        with self.lock:
-            if (namespace, session_id) in self.sessions:
-                return False
-            self.sessions[namespace, session_id] = _Entry(now)
-            return True
-
-    def pending(self, namespace: str, exclude: str | None) -> list[str]:
-        with self.lock:
-            items = [(e.first_seen_at, sid) for (ns, sid), e in self.sessions.items()
-                     if ns == namespace and e.consolidated_at is None and sid != exclude]
-        return [sid for _, sid in sorted(items)]
-
-    def mark(self, namespace: str, session_id: str, now: float) -> bool:
-        with self.lock:
-            entry = self.sessions.setdefault((namespace, session_id), _Entry(now))
-            if entry.consolidated_at is not None:
-                return False
-            entry.consolidated_at = now
-            return True
-
-    def reopen(self, namespace: str, session_id: str) -> bool:
-        with self.lock:
-            entry = self.sessions.get((namespace, session_id))
-            if entry is None or entry.consolidated_at is None:
-                return False
-            entry.consolidated_at = None
-            return True
-
-    def consolidated_at(self, namespace: str, session_id: str) -> float | None:
-        with self.lock:
-            entry = self.sessions.get((namespace, session_id))
-            return entry.consolidated_at if entry else None
-
-    def drop(self, namespace: str) -> None:
-        """Forget the namespace's sessions (``Memory.forget_namespace``)."""
-        with self.lock:
-            for key in [k for k in self.sessions if k[0] == namespace]:
-                del self.sessions[key]
-
-
-_PROCESS_LEDGERS: weakref.WeakKeyDictionary[Store, _ProcessLedger] = weakref.WeakKeyDictionary()
-_LEDGERS_LOCK = threading.Lock()
-
-
 def session_ledger(mem: Memory) -> SessionLedger:
-    """The session ledger of ``mem``'s store."""
-    from clawmemory.backends.sqlite.store import SQLiteStore
-
-    store = mem.store_backend
-    if isinstance(store, SQLiteStore):
-        return _SQLiteLedger(store)
-    if store.backend == "postgres":
-        from clawmemory.backends.postgres.history import PostgresLedger
-        from clawmemory.backends.postgres.store import PostgresStore
-
-        assert isinstance(store, PostgresStore)
-        return PostgresLedger(store)
-    with _LEDGERS_LOCK:
-        ledger = _PROCESS_LEDGERS.get(store)
-        if ledger is None:
-            ledger = _PROCESS_LEDGERS[store] = _ProcessLedger()
-    mem.components.on_forget_namespace(ledger.drop)
-    return ledger
+    """The session ledger of ``mem``'s store (its ``sessions`` table, or kept in this process
+    for the in-RAM backends: said in the module docstring)."""
+    return backend_of(mem.store_backend).sessions
 
 
 def _session(session_id: object) -> str:

@@ -20,17 +20,15 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any
 
+from clawmemory.backends.base import SQLRows as Rows
+from clawmemory.backends.registry import backend_of
 from clawmemory.errors import ClawMemoryError
 from clawmemory.model import Filter, MemoryRecord
 
 if TYPE_CHECKING:
-    from clawmemory.backends.postgres.store import PostgresStore
-    from clawmemory.backends.sqlite.store import SQLiteStore
     from clawmemory.engine import Memory
-
-    Rows: TypeAlias = SQLiteStore | PostgresStore
 
 __all__ = ["repair"]
 
@@ -49,7 +47,7 @@ def repair(mem: Memory) -> dict[str, int]:
     head = int(_rows(store, "SELECT COALESCE(MAX(seq), 0) FROM memories")[0][0])
     if head <= mark:
         return counts
-    for ns in store.namespaces():
+    for ns in mem.store_backend.namespaces():
         view = mem.with_namespace(ns)
         counts["entity_links"] += _entities(view, store, mark, head)
         if mem.settings.storage.sequence_links:
@@ -61,29 +59,16 @@ def repair(mem: Memory) -> dict[str, int]:
 
 
 def _database(mem: Memory) -> Rows | None:
-    """The store as a database with the derived-row tables, or None (in-process backends)."""
-    from clawmemory.backends.postgres.store import PostgresStore
-    from clawmemory.backends.sqlite.store import SQLiteStore
-
-    store = mem.store_backend
-    return store if isinstance(store, SQLiteStore | PostgresStore) else None
+    """The store's raw rows with the derived-row tables, or None (in-process backends)."""
+    return backend_of(mem.store_backend).sql
 
 
 def _rows(store: Rows, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-    """A read in either dialect: the queries here are written with SQLite's ``?``."""
-    if store.backend == "postgres":
-        sql = sql.replace("?", "%s")
-    return list(store._query(sql, args))
+    return store.rows(sql, args)
 
 
 def _set_mark(store: Rows, head: int) -> None:
-    from clawmemory.backends.sqlite.store import SQLiteStore
-
-    if isinstance(store, SQLiteStore):
-        with store.write():
-            store.conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (MARK, str(head)))
-    else:
-        store.set_meta(MARK, str(head))
+    store.set_meta(MARK, str(head))
 
 
 def _vectors(mem: Memory) -> int:
@@ -140,8 +125,9 @@ def _chains(mem: Memory, store: Rows, mark: int, head: int) -> tuple[int, int]:
         # The namespace's writer transaction (PostgreSQL: its lock taken before the read):
         # a concurrent observe() cannot extend the chain between reading and mending it.
         with mem._transaction():
-            episodes = store.list(mem.namespace, Filter(kinds=("episode",), session_id=sid),
-                                  limit=1_000_000, order="oldest")
+            episodes = mem.store_backend.list(
+                mem.namespace, Filter(kinds=("episode",), session_id=sid), limit=1_000_000,
+                order="oldest")
             a, r = _fix_chain(mem, episodes)
         added += a
         removed += r

@@ -8,9 +8,10 @@ import hmac
 import secrets
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
-from clawmemory.auth.base import ApiKey, KeyStore, Role, check_namespaces
+from clawmemory.backends.base import Store
+from clawmemory.backends.keys import ApiKey, KeyStore, Role, check_namespaces
+from clawmemory.backends.registry import backend_of
 from clawmemory.errors import ConfigError, InvalidInputError, NotFoundError
 
 __all__ = ["KEY_PREFIX", "Keys", "digest", "key_store_for", "keys_for"]
@@ -83,23 +84,20 @@ class Keys:
         return self.store.has_active()
 
 
-def key_store_for(store: Any) -> KeyStore:
-    """The KeyStore of an open store: a backend that can keep keys offers ``key_store()``.
-    ConfigError for one that cannot (keys in a process's RAM or in a JSON file another process
-    rewrites would not protect a server)."""
-    make = getattr(store, "key_store", None)
-    if make is None:
+def key_store_for(store: Store) -> KeyStore:
+    """The KeyStore of an open store. ConfigError for a backend that cannot keep keys (keys
+    in a process's RAM or in a JSON file another process rewrites would not protect a
+    server)."""
+    keys = backend_of(store).keys
+    if keys is None:
         raise ConfigError(
-            f"the {getattr(store, 'backend', '?')} backend cannot keep API keys; use the"
+            f"the {store.backend} backend cannot keep API keys; use the"
             " sqlite or postgres backend for a server that other machines reach (without keys"
             " a server listens on loopback only)")
-    ks: KeyStore = make()
-    return ks
+    return keys
 
 
-def keys_for(store: Any) -> Keys | None:
+def keys_for(store: Store) -> Keys | None:
     """``Keys`` of a store, or None when its backend keeps none (then no key can exist)."""
-    try:
-        return Keys(key_store_for(store))
-    except ConfigError:
-        return None
+    keys = backend_of(store).keys
+    return Keys(keys) if keys is not None else None

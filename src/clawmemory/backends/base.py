@@ -8,24 +8,37 @@ relevance numbers of its own full-text index.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from clawmemory.backends.keys import KeyStore
+from clawmemory.config import Settings
+from clawmemory.entities.base import EntityIndex
+from clawmemory.llm.base import Message, ToolCall
 from clawmemory.model import Filter, MemoryRecord, next_version
+from clawmemory.vectors.base import VectorQueue, VectorStore
 
 __all__ = [
     "ORDERS",
     "OUTCOMES",
     "ArchiveEntry",
+    "Backend",
+    "HistoryStore",
     "Link",
     "RankInfo",
     "RunRecord",
+    "SQLRows",
+    "SessionLedger",
     "Store",
     "StoreStats",
     "TextHit",
     "Version",
     "connected_versions",
+    "decode_tool_calls",
+    "encode_tool_calls",
+    "keyword_weights",
     "order_versions",
     "time_sql",
     "upsert",
@@ -372,11 +385,11 @@ def order_versions(versions: builtins.list[Version]) -> builtins.list[Version]:
 class KeyedWrites(Protocol):
     """What ``upsert`` needs of a backend, all inside the backend's write transaction."""
 
-    def _find_key(self, namespace: str, key: str) -> MemoryRecord | None: ...
+    def key_holder(self, namespace: str, key: str) -> MemoryRecord | None: ...
 
-    def _insert(self, record: MemoryRecord) -> None: ...
+    def insert_new(self, record: MemoryRecord) -> None: ...
 
-    def _replace(self, record: MemoryRecord) -> None: ...
+    def replace_in_place(self, record: MemoryRecord) -> None: ...
 
     def find_archived(self, namespace: str, id_or_key: str) -> MemoryRecord | None: ...
 
@@ -392,7 +405,7 @@ def upsert(
     it): it comes back first, so a key names one memory with one history, and ``forget(key)``
     reaches every text ever stored under it. Returns the stored record and whether it is
     new. Every backend's ``put``/``put_many`` goes through here."""
-    existing = store._find_key(record.namespace, record.key) if record.key else None
+    existing = store.key_holder(record.namespace, record.key) if record.key else None
     if existing is None and record.key:
         archived = store.find_archived(record.namespace, record.key)
         if archived is not None and archived.key == record.key:
@@ -400,10 +413,141 @@ def upsert(
                 return archived, False
             existing = store.restore(record.namespace, archived.id)
     if existing is None:
-        store._insert(record)
+        store.insert_new(record)
         return record, True
     if skip_existing:
         return existing, False
     merged = next_version(existing, record)
-    store._replace(merged)
+    store.replace_in_place(merged)
     return merged, False
+
+
+# --- the other parts of a backend ------------------------------------------------------------
+
+@runtime_checkable
+class HistoryStore(Protocol):
+    """Per-conversation message logs and summaries of one namespace (001 ``HistoryStore``:
+    Append/GetRecent/GetAll/SetSummary/GetSummary/Purge/Len). Safe for concurrent use.
+
+    Messages of a key are numbered 0, 1, 2... in the order they were appended; nothing but
+    ``purge`` removes them, so a store is the whole transcript and ``len`` its length."""
+
+    def append(self, key: str, message: Message) -> int:
+        """Add ``message`` at the end of the key's log; returns its position."""
+        ...
+
+    def recent(self, key: str, n: int) -> builtins.list[Message]:
+        """The ``n`` most recent messages, oldest first."""
+        ...
+
+    def all(self, key: str) -> builtins.list[Message]:
+        """Every message of the key, oldest first."""
+        ...
+
+    def set_summary(self, key: str, summary: str, *, covers: int = 0) -> None:
+        """Store the compaction summary, replacing any previous one. ``covers``: how many of
+        the key's first messages it stands for (a restore skips those)."""
+        ...
+
+    def summary(self, key: str) -> str:
+        """The stored summary, or "" when there is none."""
+        ...
+
+    def covered(self, key: str) -> int:
+        """How many of the key's first messages the summary stands for (0 without one)."""
+        ...
+
+    def purge(self, key: str) -> None:
+        """Remove every message and the summary of the key."""
+        ...
+
+    def len(self, key: str) -> int:
+        """How many messages the key's log holds."""
+        ...
+
+    def keys(self) -> builtins.list[str]:
+        """Every key with messages or a summary, sorted."""
+        ...
+
+
+def encode_tool_calls(calls: Sequence[ToolCall]) -> str | None:
+    if not calls:
+        return None
+    return json.dumps([{"id": c.id, "name": c.name, "arguments": dict(c.arguments)}
+                       for c in calls], ensure_ascii=False)
+
+
+def decode_tool_calls(text: str | None) -> tuple[ToolCall, ...]:
+    if not text:
+        return ()
+    items: list[Mapping[str, Any]] = json.loads(text)
+    return tuple(ToolCall(str(c["id"]), str(c["name"]), dict(c.get("arguments") or {}))
+                 for c in items)
+
+
+class SessionLedger(Protocol):
+    """Consolidation state per (namespace, session): when first seen, when consolidated."""
+
+    def ensure(self, namespace: str, session_id: str, now: float) -> bool:
+        """Register the session if new; True when it was new."""
+        ...
+
+    def pending(self, namespace: str, exclude: str | None) -> list[str]:
+        """Unconsolidated sessions, first seen first, without ``exclude``."""
+        ...
+
+    def mark(self, namespace: str, session_id: str, now: float) -> bool:
+        """Record consolidation (registering the session if needed); False if already done."""
+        ...
+
+    def consolidated_at(self, namespace: str, session_id: str) -> float | None: ...
+
+    def reopen(self, namespace: str, session_id: str) -> bool:
+        """Mark a consolidated session pending again; False when it was not consolidated."""
+        ...
+
+
+class SQLRows(Protocol):
+    """Raw access to a SQL backend's tables for repair (rows derived from memories: entity
+    links, sequence links). Queries are written with SQLite's ``?`` marks; a backend of another
+    dialect translates them."""
+
+    def rows(self, sql: str, args: Sequence[Any] = ()) -> builtins.list[tuple[Any, ...]]: ...
+
+    def set_meta(self, key: str, value: str) -> None: ...
+
+
+Clock = Callable[[], float]
+
+
+@dataclass(frozen=True)
+class Backend:
+    """Everything one open store brings, built once per store by its package's ``parts()``
+    (``backends/registry.py`` finds the package). The engine asks this bundle, never the
+    store's type or name, what the backend can do: a part it cannot keep is None.
+
+    ``vectors(centre_min_rows)``: a new vector store over the records (None: no vectors here);
+    ``queue``: memories waiting for their vector, kept in the store's own tables; ``entities``:
+    the entity index; ``history(namespace, clock)``: the conversation history of a namespace;
+    ``sessions``: the consolidation ledger; ``keys``: API keys (None: this backend cannot
+    protect a server); ``sql``: raw rows for repair (None: in-process backends);
+    ``forget_namespace``: drops what the backend keeps for a namespace outside its records (the
+    in-process history and ledger); ``disabled``: memory is off (the none backend)."""
+
+    name: str
+    records: Store
+    vectors: Callable[[int], VectorStore | None] | None
+    queue: VectorQueue | None
+    entities: EntityIndex | None
+    history: Callable[[str, Clock], HistoryStore]
+    sessions: SessionLedger
+    keys: KeyStore | None
+    sql: SQLRows | None
+    forget_namespace: Callable[[str], None]
+    disabled: bool = False
+
+
+def keyword_weights(settings: Settings) -> tuple[float, float, float, float]:
+    """The keyword index's field weights (key, content, tags, source) from settings."""
+    r = settings.recall
+    return (r.weight_key, r.weight_content, r.weight_tags, r.weight_source)

@@ -1,25 +1,67 @@
-"""Pick the storage backend named in settings (a closed set), falling back to ``none`` with a
+"""The registry of backends: one line per backend package, each exporting ``open_store`` and
+``parts`` (its ``Backend`` bundle). Adding a backend is one package and one line in
+``PACKAGES``; the contract suite runs against every name here.
+
+Opening picks the backend named in settings (a closed set), falling back to ``none`` with a
 warning when a backend cannot be loaded (000: memory degrades, the agent keeps working). An
 unknown name is a ConfigError, as in ``Settings`` and on the command line: a typo is not an
 outage to degrade through."""
 
 from __future__ import annotations
 
+import importlib
 import logging
 import re
+import threading
+import weakref
 from pathlib import Path
+from typing import Protocol, cast
 
 from clawmemory import private
-from clawmemory.backends.base import Store
-from clawmemory.config import URL_SCHEME, Backend, Settings, check_backend, default_home
-from clawmemory.errors import ConfigError, NotFoundError
+from clawmemory.backends.base import Backend, Store
+from clawmemory.config import URL_SCHEME, Settings, check_backend, default_home
+from clawmemory.config import Backend as BackendName
+from clawmemory.errors import ConfigError
 
-__all__ = ["BACKENDS", "open_store"]
+__all__ = ["BACKENDS", "PACKAGES", "BackendPackage", "backend_of", "open_store"]
 
 log = logging.getLogger("clawmemory")
-BACKENDS = ("sqlite", "memory", "json", "postgres", "none")
+# The backend packages, by the name settings use. Each is imported only when a store of its
+# kind is opened (PostgreSQL's needs psycopg).
+PACKAGES: dict[str, str] = {
+    "sqlite": "clawmemory.backends.sqlite",
+    "memory": "clawmemory.backends.memory",
+    "json": "clawmemory.backends.jsonfile",
+    "postgres": "clawmemory.backends.postgres",
+    "none": "clawmemory.backends.none",
+}
+BACKENDS = tuple(PACKAGES)
 # A URL that went through Path() lost one slash of its "//": "postgresql:/host/db".
 _FOLDED_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:/")
+_BUNDLES: weakref.WeakKeyDictionary[Store, Backend] = weakref.WeakKeyDictionary()
+_BUNDLES_LOCK = threading.Lock()
+
+
+class BackendPackage(Protocol):
+    """What each backend package exports."""
+
+    def open_store(self, settings: Settings, *, create: bool, read_only: bool) -> Store: ...
+
+    def parts(self, store: Store) -> Backend: ...
+
+
+def package(name: str) -> BackendPackage:
+    return cast(BackendPackage, importlib.import_module(PACKAGES[name]))
+
+
+def backend_of(store: Store) -> Backend:
+    """The parts of an open store, built once per store object (so what a backend keeps in
+    this process, such as the in-memory backend's entity index, is shared by every view)."""
+    with _BUNDLES_LOCK:
+        found = _BUNDLES.get(store)
+        if found is None:
+            found = _BUNDLES[store] = package(store.backend).parts(store)
+        return found
 
 
 def open_store(settings: Settings, *, create: bool = True, read_only: bool = False) -> Store:
@@ -30,42 +72,20 @@ def open_store(settings: Settings, *, create: bool = True, read_only: bool = Fal
         name = check_backend(settings.backend)
     except ValueError as exc:
         raise ConfigError(f"invalid setting backend: {exc}") from None
-    if _is_address(settings.db) or name == Backend.POSTGRES.value:
+    if _is_address(settings.db) or name == BackendName.POSTGRES.value:
         # An address the user named: never a fallback to "none", never a file named after it.
-        return _open_postgres(settings, create=create, read_only=read_only)
+        if not _is_address(settings.db):
+            raise ConfigError('backend "postgres" needs a postgresql:// address in db'
+                              " (--db / CLAWMEM_DB)")
+        return package("postgres").open_store(settings, create=create, read_only=read_only)
     if settings.db is None and name in ("sqlite", "json") and default_home().exists():
         private.warn_if_shared(default_home())  # it holds every memory of this user
-    r = settings.recall
-    weights = (r.weight_key, r.weight_content, r.weight_tags, r.weight_source)
     try:
-        if name == "sqlite":
-            from clawmemory.backends.sqlite.store import SQLiteStore
-
-            return SQLiteStore(settings.resolved_db(),
-                               busy_timeout_ms=settings.storage.busy_timeout_ms, weights=weights,
-                               create=create, read_only=read_only)
-        if name == "memory":
-            from clawmemory.backends.memory.store import MemoryStore
-
-            return MemoryStore(weights=weights)
-        if name == "json":
-            from clawmemory.backends.jsonfile.store import JSONFileStore
-
-            path = settings.resolved_db()
-            if not create and not path.exists():
-                raise NotFoundError(f"no clawmemory store at {path} yet (nothing has been"
-                                    " stored there; `clawmem add` creates it)")
-            return JSONFileStore(path, weights=weights)
-        if name == "none":
-            from clawmemory.backends.none.store import NoneStore
-
-            return NoneStore()
+        return package(name).open_store(settings, create=create, read_only=read_only)
     except (ImportError, ConfigError) as exc:
         log.warning("memory backend %r is unavailable (%s); memory is disabled (backend none)",
                     name, exc)
-    from clawmemory.backends.none.store import NoneStore
-
-    return NoneStore()
+    return package("none").open_store(settings, create=create, read_only=read_only)
 
 
 def _is_address(db: object) -> bool:
@@ -82,15 +102,3 @@ def _is_address(db: object) -> bool:
         raise ConfigError(f"{db.split('://')[0]}:// addresses are not supported; give a file"
                           " path or a postgresql:// address")
     return True
-
-
-def _open_postgres(settings: Settings, *, create: bool, read_only: bool) -> Store:
-    if not _is_address(settings.db):
-        raise ConfigError('backend "postgres" needs a postgresql:// address in db'
-                          " (--db / CLAWMEM_DB)")
-    from clawmemory.backends.postgres.store import PostgresOptions, PostgresStore
-
-    r = settings.recall
-    options = PostgresOptions(**settings.postgres.model_dump())
-    return PostgresStore(str(settings.db), options=options, read_only=read_only, create=create,
-                         weights=(r.weight_key, r.weight_content, r.weight_tags, r.weight_source))

@@ -7,12 +7,12 @@ Pieces:
   (any ``clawmemory.llm.LLM``; the configured one is ``make_llm(settings.llm)``);
 - ``make_pipeline(strategy)``: ``fast`` = regex + names, ``accurate`` = + spaCy if installed +
   LLM if ``llm`` is given; mentions merged by span overlap (longest, then most confident);
-- ``EntityIndex``: ``SQLiteEntityIndex(store)`` on the 001 tables, ``MemoryEntityIndex`` for
-  the memory and JSON backends; ``entity_index_for(store)`` picks one.
+- ``EntityIndex`` (the protocol, entities/base.py): each backend's bundle has its own
+  (``backend_of(store).entities``: the 001 tables on SQLite, in RAM for memory and JSON).
 
 Wiring into the engine (what to call where):
 
-1. Build once per store: ``index = entity_index_for(store)`` (None for the ``none`` backend or
+1. Build once per store: ``index = backend_of(store).entities`` (None for the ``none`` backend or
    an unknown one: entities off) and ``ner = make_pipeline(settings.entities.strategy)``.
 2. Write path, after ``store.put``/``put_many`` returned the stored record ``r``:
    ``index.link_mentions(ns, r.id, ner.extract(r.content))``. After ``update``/``correct``
@@ -44,8 +44,6 @@ on first use.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from clawmemory.entities.base import (
     Entity,
@@ -84,7 +82,6 @@ __all__ = [
     "build_pipeline",
     "candidate_names",
     "canonical_name",
-    "entity_index_for",
     "make_pipeline",
     "make_provider",
     "normalize_name",
@@ -92,22 +89,3 @@ __all__ = [
 ]
 
 make_pipeline = build_pipeline
-
-
-def entity_index_for(store: Any) -> EntityIndex | None:
-    """The entity index that fits ``store``'s backend, or None where entities cannot be kept
-    (``none`` backend, or a backend this package does not know yet)."""
-    backend = getattr(store, "backend", None)
-    if backend == "sqlite":
-        from clawmemory.backends.sqlite.entities import SQLiteEntityIndex
-
-        return SQLiteEntityIndex(store)
-    if backend == "postgres":
-        from clawmemory.backends.postgres.entities import PostgresEntityIndex
-
-        return PostgresEntityIndex(store)
-    if backend in ("memory", "json"):
-        from clawmemory.backends.memory.entities import MemoryEntityIndex
-
-        return MemoryEntityIndex(exists=lambda ns, mid: store.get(ns, mid) is not None)
-    return None

@@ -9,11 +9,9 @@ summary. One store object serves one namespace; the key inside it is the 001 per
 
 from __future__ import annotations
 
-import builtins
-import json
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
+from clawmemory.backends.base import HistoryStore, decode_tool_calls, encode_tool_calls
 from clawmemory.errors import InvalidInputError
 from clawmemory.llm.base import ROLES, Message, ToolCall
 from clawmemory.validation import check_content, check_label, check_metadata
@@ -32,52 +30,6 @@ MAX_KEY_CHARS = 512
 # Message.metadata key holding the id of the episode memory a message was also stored as (the
 # agent stores each message as a 004 episode): what is derived from messages names its sources.
 EPISODE_ID = "episode_id"
-
-
-@runtime_checkable
-class HistoryStore(Protocol):
-    """Per-conversation message logs and summaries of one namespace (001 ``HistoryStore``:
-    Append/GetRecent/GetAll/SetSummary/GetSummary/Purge/Len). Safe for concurrent use.
-
-    Messages of a key are numbered 0, 1, 2... in the order they were appended; nothing but
-    ``purge`` removes them, so a store is the whole transcript and ``len`` its length."""
-
-    def append(self, key: str, message: Message) -> int:
-        """Add ``message`` at the end of the key's log; returns its position."""
-        ...
-
-    def recent(self, key: str, n: int) -> builtins.list[Message]:
-        """The ``n`` most recent messages, oldest first."""
-        ...
-
-    def all(self, key: str) -> builtins.list[Message]:
-        """Every message of the key, oldest first."""
-        ...
-
-    def set_summary(self, key: str, summary: str, *, covers: int = 0) -> None:
-        """Store the compaction summary, replacing any previous one. ``covers``: how many of
-        the key's first messages it stands for (a restore skips those)."""
-        ...
-
-    def summary(self, key: str) -> str:
-        """The stored summary, or "" when there is none."""
-        ...
-
-    def covered(self, key: str) -> int:
-        """How many of the key's first messages the summary stands for (0 without one)."""
-        ...
-
-    def purge(self, key: str) -> None:
-        """Remove every message and the summary of the key."""
-        ...
-
-    def len(self, key: str) -> int:
-        """How many messages the key's log holds."""
-        ...
-
-    def keys(self) -> builtins.list[str]:
-        """Every key with messages or a summary, sorted."""
-        ...
 
 
 def _component(value: Any, what: str, *, required: bool) -> str:
@@ -148,18 +100,3 @@ def check_message(message: Any, max_chars: int) -> Message:
         message.role, message.content, tool_calls=calls, tool_call_id=call_id,
         name=check_label(message.name, "name"), metadata=check_metadata(message.metadata),
     )
-
-
-def encode_tool_calls(calls: Sequence[ToolCall]) -> str | None:
-    if not calls:
-        return None
-    return json.dumps([{"id": c.id, "name": c.name, "arguments": dict(c.arguments)}
-                       for c in calls], ensure_ascii=False)
-
-
-def decode_tool_calls(text: str | None) -> tuple[ToolCall, ...]:
-    if not text:
-        return ()
-    items: list[Mapping[str, Any]] = json.loads(text)
-    return tuple(ToolCall(str(c["id"]), str(c["name"]), dict(c.get("arguments") or {}))
-                 for c in items)

@@ -20,13 +20,12 @@ from __future__ import annotations
 import builtins
 import logging
 import threading
-import weakref
 from collections.abc import Sequence
 from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from clawmemory.backends.memory.history import InMemoryHistoryStore, NullHistoryStore
+from clawmemory.backends.registry import backend_of
 from clawmemory.errors import ClawMemoryError, InvalidInputError
 from clawmemory.history.base import EPISODE_ID, HistoryStore, check_key, check_message
 from clawmemory.history.compaction import (
@@ -43,7 +42,6 @@ from clawmemory.history.writer import WriteBehind
 from clawmemory.llm.base import Message, Usage
 
 if TYPE_CHECKING:
-    from clawmemory.backends.base import Store
     from clawmemory.config import HistorySettings
     from clawmemory.engine import Memory
 
@@ -55,54 +53,12 @@ SUMMARY_SOURCES = {"compaction": "compaction", "end": "session-end"}
 HISTORY_KEY = "history_key"  # metadata of a summary memory: the conversation it summarises
 
 
-class _ProcessHistories:
-    """In-process history stores of one ``Store`` that has no messages table, per namespace."""
-
-    def __init__(self) -> None:
-        self.stores: dict[str, InMemoryHistoryStore] = {}
-        self.lock = threading.Lock()
-
-    def get(self, namespace: str) -> InMemoryHistoryStore:
-        with self.lock:
-            return self.stores.setdefault(namespace, InMemoryHistoryStore())
-
-    def drop(self, namespace: str) -> None:
-        with self.lock:
-            found = self.stores.pop(namespace, None)
-        if found is not None:
-            found.clear()  # a Conversation may still hold this store object
-
-
-_PROCESS: weakref.WeakKeyDictionary[Store, _ProcessHistories] = weakref.WeakKeyDictionary()
-_PROCESS_LOCK = threading.Lock()
-
-
 def history_store(mem: Memory) -> HistoryStore:
-    """The history store of ``mem``'s namespace: the SQLite tables on the SQLite backend,
-    nothing on the ``none`` backend (memory disabled), and a store kept in this process for the
-    others (their files have no place for messages: said in docs/history.md). Forgetting the
-    namespace (``Memory.forget_namespace``) empties it on every backend."""
-    from clawmemory.backends.sqlite.store import SQLiteStore
-
-    backend = mem.store_backend
-    if isinstance(backend, SQLiteStore):
-        from clawmemory.backends.sqlite.history import SQLiteHistoryStore
-
-        return SQLiteHistoryStore(backend, mem.namespace, clock=mem.clock)
-    if backend.backend == "postgres":
-        from clawmemory.backends.postgres.history import PostgresHistoryStore
-        from clawmemory.backends.postgres.store import PostgresStore
-
-        assert isinstance(backend, PostgresStore)
-        return PostgresHistoryStore(backend, mem.namespace, clock=mem.clock)
-    if backend.backend == "none":
-        return NullHistoryStore()
-    with _PROCESS_LOCK:
-        registry = _PROCESS.get(backend)
-        if registry is None:
-            registry = _PROCESS[backend] = _ProcessHistories()
-    mem.components.on_forget_namespace(registry.drop)
-    return registry.get(mem.namespace)
+    """The history store of ``mem``'s namespace: the store's messages tables on SQLite and
+    PostgreSQL, nothing on the ``none`` backend (memory disabled), and a store kept in this
+    process for the others (their files have no place for messages: said in docs/history.md).
+    Forgetting the namespace (``Memory.forget_namespace``) empties it on every backend."""
+    return backend_of(mem.store_backend).history(mem.namespace, mem.clock)
 
 
 class History:

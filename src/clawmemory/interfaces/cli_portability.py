@@ -293,9 +293,9 @@ def copy_cmd(
     Example: clawmem copy --from agent.db --to postgresql://clawmem@db.internal/memory
     """
     from clawmemory.backends.registry import open_store
+    from clawmemory.backends.transfer import COUNTED, copy_store
     from clawmemory.config import load_settings
     from clawmemory.model import Filter
-    from clawmemory.transfer import COUNTED, copy_store
 
     src = open_store(load_settings(db=source), create=False, read_only=True)
     try:

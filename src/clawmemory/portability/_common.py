@@ -302,7 +302,7 @@ class SQLiteSource:
             raise ImportFormatError(
                 f"no table {table!r}: not the expected schema (tables: "
                 f"{', '.join(shown) or 'none'})", path=str(self.path))
-        cols = {self._text(r[1]) for r in self._query(f'PRAGMA table_info("{table}")', ())}
+        cols = {self._text(r[1]) for r in self.query(f'PRAGMA table_info("{table}")', ())}
         missing = [c for c in required if c not in cols]
         if missing:
             raise ImportFormatError(
@@ -311,7 +311,7 @@ class SQLiteSource:
         return cols
 
     def count(self, table: str) -> int:
-        return int(self._query(f'SELECT COUNT(*) FROM "{table}"', ())[0][0])
+        return int(self.query(f'SELECT COUNT(*) FROM "{table}"', ())[0][0])
 
     def rows(self, sql: str, params: Sequence[Any] = ()) -> Iterator[dict[str, Any]]:
         """Each row as a dict of column name to value; text is still bytes (see ``text``)."""
@@ -323,7 +323,7 @@ class SQLiteSource:
         except sqlite3.Error as exc:
             raise ImportFormatError(f"cannot read: {exc}", path=str(self.path)) from exc
 
-    def _query(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    def query(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         try:
             return self.conn.execute(sql, params).fetchall()
         except sqlite3.Error as exc:

@@ -9,7 +9,9 @@ if TYPE_CHECKING:  # numpy loads on first vector use, not at import
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["VectorStore"]
+__all__ = ["QueueEntry", "VectorQueue", "VectorStore"]
+
+QueueEntry = tuple[str, str, int, int]  # namespace, memory id, seq, token
 
 
 class VectorStore(Protocol):  # pragma: no mutate block (a protocol: stubs, no behaviour)
@@ -71,3 +73,17 @@ class VectorStore(Protocol):  # pragma: no mutate block (a protocol: stubs, no b
     def reset(self, model: str, dimension: int) -> None:
         """Drop every vector and rebind to a new model/dimension (reindex)."""
         ...
+
+
+class VectorQueue(Protocol):
+    """Memories waiting for their vector, in the store's own tables (SQLite here,
+    ``backends/postgres/vectors.py`` on PostgreSQL)."""
+
+    def enqueue(self, namespace: str, ids: Sequence[str], now: float) -> list[QueueEntry]: ...
+
+    def pending(self, namespace: str | None, limit: int, *, after: int = 0,
+                max_attempts: int | None = None) -> list[QueueEntry]: ...
+
+    def size(self, namespace: str | None) -> int: ...
+
+    def failed(self, seqs: Sequence[int], error: str) -> None: ...

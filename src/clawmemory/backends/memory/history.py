@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from clawmemory.llm.base import Message
 
-__all__ = ["InMemoryHistoryStore", "NullHistoryStore"]
+__all__ = ["InMemoryHistoryStore", "NullHistoryStore", "ProcessHistories", "ProcessLedger"]
 
 
 @dataclass
@@ -107,3 +107,75 @@ class NullHistoryStore:
 
     def keys(self) -> builtins.list[str]:
         return []
+
+
+class ProcessHistories:
+    """In-process history stores of one ``Store`` that has no messages table, per namespace."""
+
+    def __init__(self) -> None:
+        self.stores: dict[str, InMemoryHistoryStore] = {}
+        self.lock = threading.Lock()
+
+    def get(self, namespace: str) -> InMemoryHistoryStore:
+        with self.lock:
+            return self.stores.setdefault(namespace, InMemoryHistoryStore())
+
+    def drop(self, namespace: str) -> None:
+        with self.lock:
+            found = self.stores.pop(namespace, None)
+        if found is not None:
+            found.clear()  # a Conversation may still hold this store object
+
+
+@dataclass
+class _Entry:
+    first_seen_at: float
+    consolidated_at: float | None = None
+
+
+@dataclass
+class ProcessLedger:
+    """Session state held in this process, for backends without a sessions table."""
+
+    sessions: dict[tuple[str, str], _Entry] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def ensure(self, namespace: str, session_id: str, now: float) -> bool:
+        with self.lock:
+            if (namespace, session_id) in self.sessions:
+                return False
+            self.sessions[namespace, session_id] = _Entry(now)
+            return True
+
+    def pending(self, namespace: str, exclude: str | None) -> list[str]:
+        with self.lock:
+            items = [(e.first_seen_at, sid) for (ns, sid), e in self.sessions.items()
+                     if ns == namespace and e.consolidated_at is None and sid != exclude]
+        return [sid for _, sid in sorted(items)]
+
+    def mark(self, namespace: str, session_id: str, now: float) -> bool:
+        with self.lock:
+            entry = self.sessions.setdefault((namespace, session_id), _Entry(now))
+            if entry.consolidated_at is not None:
+                return False
+            entry.consolidated_at = now
+            return True
+
+    def reopen(self, namespace: str, session_id: str) -> bool:
+        with self.lock:
+            entry = self.sessions.get((namespace, session_id))
+            if entry is None or entry.consolidated_at is None:
+                return False
+            entry.consolidated_at = None
+            return True
+
+    def consolidated_at(self, namespace: str, session_id: str) -> float | None:
+        with self.lock:
+            entry = self.sessions.get((namespace, session_id))
+            return entry.consolidated_at if entry else None
+
+    def drop(self, namespace: str) -> None:
+        """Forget the namespace's sessions (``Memory.forget_namespace``)."""
+        with self.lock:
+            for key in [k for k in self.sessions if k[0] == namespace]:
+                del self.sessions[key]

@@ -150,19 +150,19 @@ class MemoryStore:
         self._index(ns, r)
 
     # --- records -------------------------------------------------------------------------------
-    def _find_key(self, namespace: str, key: str) -> MemoryRecord | None:
+    def key_holder(self, namespace: str, key: str) -> MemoryRecord | None:
         ns = self._ns[namespace]
         found = ns.by_key.get(key)
         return None if found is None else ns.records[found]
 
-    def _insert(self, record: MemoryRecord) -> None:
+    def insert_new(self, record: MemoryRecord) -> None:
         if record.id in self._ns[record.namespace].records:
             from clawmemory.errors import StorageError
 
             raise StorageError(f"a memory with id {record.id} already exists")
         self._write(record)
 
-    def _replace(self, record: MemoryRecord) -> None:
+    def replace_in_place(self, record: MemoryRecord) -> None:
         self._write(record)
 
     def _upsert(self, record: MemoryRecord, skip_existing: bool) -> tuple[MemoryRecord, bool]:
@@ -468,10 +468,10 @@ class MemoryStore:
             if not found:
                 return None
             record = found[0]
-            if record.key and self._find_key(namespace, record.key) is not None:
+            if record.key and self.key_holder(namespace, record.key) is not None:
                 record = record.evolve(key=None)  # the live memory owns the key now
             arch.delete(namespace, [id_])  # first: a keyed put must not find it archived
-            self._insert(record)
+            self.insert_new(record)
             at = self._life.archived_at.pop((namespace, id_), None)
             if self._revived is not None:
                 self._revived.append((namespace, found[0], at))

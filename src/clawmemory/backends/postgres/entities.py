@@ -85,7 +85,7 @@ class PostgresEntityIndex:
         wanted = group_mentions(mentions)
         s = self.store
         with s.write():
-            s._lock_ns(namespace)
+            s.lock_namespace(namespace)
             if not s.execute("SELECT 1 FROM memories WHERE namespace = %s AND id = %s",
                              (namespace, memory_id)).fetchall():
                 return []  # forgotten meanwhile: linking would keep its names alive
@@ -101,7 +101,7 @@ class PostgresEntityIndex:
         norms, keys = _match(names)
         if not norms:
             return []
-        rows = self.store._query(
+        rows = self.store.query(
             f"SELECT {ENTITY_COLS} FROM entities e WHERE e.namespace = %s AND (e.norm_name ="
             " ANY(%s) OR e.alias_keys && %s::text[])", (namespace, norms, keys))
         return [_stored(r) for r in rows]
@@ -156,7 +156,7 @@ class PostgresEntityIndex:
 
     def unlink_memory(self, namespace: str, memory_id: str) -> int:
         with self.store.write():
-            self.store._lock_ns(namespace)
+            self.store.lock_namespace(namespace)
             linked = [r[0] for r in self.store.execute(
                 "SELECT entity_id FROM memory_entities WHERE namespace = %s AND memory_id = %s",
                 (namespace, memory_id)).fetchall()]
@@ -164,7 +164,7 @@ class PostgresEntityIndex:
 
     def add_alias(self, namespace: str, entity_id: str, alias: str) -> bool:
         with self.store.write():
-            self.store._lock_ns(namespace)
+            self.store.lock_namespace(namespace)
             rows = self.store.execute(
                 f"SELECT {ENTITY_COLS} FROM entities e WHERE e.namespace = %s AND e.id = %s",
                 (namespace, entity_id)).fetchall()
@@ -179,7 +179,7 @@ class PostgresEntityIndex:
 
     def drop_namespace(self, namespace: str) -> None:
         with self.store.write():
-            self.store._lock_ns(namespace)
+            self.store.lock_namespace(namespace)
             self.store.execute("DELETE FROM memory_entities WHERE namespace = %s", (namespace,))
             self.store.execute("DELETE FROM entities WHERE namespace = %s", (namespace,))
 
@@ -195,7 +195,7 @@ class PostgresEntityIndex:
         # Each matched entity's `limit` most recent links, read backwards along the index on
         # (entity_id, linked) (migration 005): the cost is bounded by `limit`, not by how often
         # the entity is mentioned (aggregating every link cost 22 ms per recall at 1M).
-        rows = self.store._query(
+        rows = self.store.query(
             "SELECT e.id, e.canonical_name, e.mention_count, l.memory_id, l.linked"
             " FROM entities e CROSS JOIN LATERAL (SELECT me.memory_id, me.linked FROM"
             " memory_entities me WHERE me.entity_id = e.id ORDER BY me.linked DESC LIMIT %s) l"
@@ -211,7 +211,7 @@ class PostgresEntityIndex:
         self, namespace: str, memory_ids: Sequence[str]
     ) -> dict[str, list[EntityProfile]]:
         out: dict[str, list[EntityProfile]] = {m: [] for m in memory_ids}
-        rows = self.store._query(
+        rows = self.store.query(
             f"SELECT me.memory_id, {ENTITY_COLS} FROM memory_entities me JOIN entities e"
             " ON e.id = me.entity_id WHERE me.namespace = %s AND me.memory_id = ANY(%s)"
             " ORDER BY me.linked", (namespace, list(dict.fromkeys(memory_ids))))
@@ -224,18 +224,18 @@ class PostgresEntityIndex:
         return found.profile() if found else None
 
     def memories_of(self, namespace: str, entity_id: str, limit: int) -> list[str]:
-        rows = self.store._query(
+        rows = self.store.query(
             "SELECT memory_id FROM memory_entities WHERE namespace = %s AND entity_id = %s"
             " ORDER BY linked DESC LIMIT %s", (namespace, entity_id, max(limit, 0)))
         return [r[0] for r in rows]
 
     def entity_count(self, namespace: str) -> int:
-        rows = self.store._query("SELECT COUNT(*) FROM entities WHERE namespace = %s",
+        rows = self.store.query("SELECT COUNT(*) FROM entities WHERE namespace = %s",
                                  (namespace,))
         return int(rows[0][0])
 
     def entities(self, namespace: str, limit: int) -> list[EntityProfile]:
-        rows = self.store._query(
+        rows = self.store.query(
             f"SELECT {ENTITY_COLS} FROM entities e WHERE e.namespace = %s"
             " ORDER BY e.mention_count DESC, e.norm_name, e.id LIMIT %s",
             (namespace, max(limit, 0)))

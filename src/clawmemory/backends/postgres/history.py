@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from clawmemory.history.base import decode_tool_calls, encode_tool_calls
+from clawmemory.backends.base import decode_tool_calls, encode_tool_calls
 from clawmemory.llm.base import Message, Role
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ class PostgresHistoryStore:
             json.dumps(dict(message.metadata), ensure_ascii=False, sort_keys=True), self.clock(),
         )
         with self.store.write():
-            self.store._lock_ns(self.namespace)
+            self.store.lock_namespace(self.namespace)
             row = self.store.execute(
                 f"INSERT INTO messages (namespace, session_id, seq, {_COLUMNS}, created_at)"
                 " SELECT %s, %s, COALESCE(MAX(seq) + 1, 0), %s, %s, %s, %s, %s, %s, %s FROM"
@@ -56,13 +56,13 @@ class PostgresHistoryStore:
     def recent(self, key: str, n: int) -> builtins.list[Message]:
         if n <= 0:
             return []
-        rows = self.store._query(
+        rows = self.store.query(
             f"SELECT {_COLUMNS} FROM messages WHERE namespace = %s AND session_id = %s"
             " ORDER BY seq DESC LIMIT %s", (self.namespace, key, n))
         return [_message(r) for r in reversed(rows)]
 
     def all(self, key: str) -> builtins.list[Message]:
-        rows = self.store._query(
+        rows = self.store.query(
             f"SELECT {_COLUMNS} FROM messages WHERE namespace = %s AND session_id = %s"
             " ORDER BY seq", (self.namespace, key))
         return [_message(r) for r in rows]
@@ -76,7 +76,7 @@ class PostgresHistoryStore:
                 " covers = excluded.covers", (self.namespace, key, summary, self.clock(), covers))
 
     def _summary_row(self, key: str) -> tuple[str, int] | None:
-        rows = self.store._query(
+        rows = self.store.query(
             "SELECT summary, covers FROM summaries WHERE namespace = %s AND session_id = %s",
             (self.namespace, key))
         return (str(rows[0][0]), int(rows[0][1])) if rows else None
@@ -96,13 +96,13 @@ class PostgresHistoryStore:
                                    " session_id = %s", (self.namespace, key))
 
     def len(self, key: str) -> int:
-        rows = self.store._query(
+        rows = self.store.query(
             "SELECT COUNT(*) FROM messages WHERE namespace = %s AND session_id = %s",
             (self.namespace, key))
         return int(rows[0][0])
 
     def keys(self) -> builtins.list[str]:
-        rows = self.store._query(
+        rows = self.store.query(
             "SELECT session_id FROM messages WHERE namespace = %s UNION"
             " SELECT session_id FROM summaries WHERE namespace = %s ORDER BY 1",
             (self.namespace, self.namespace))
@@ -122,7 +122,7 @@ class PostgresLedger:
                 " ON CONFLICT DO NOTHING", (namespace, session_id, now)).rowcount)
 
     def pending(self, namespace: str, exclude: str | None) -> list[str]:
-        rows = self.store._query(
+        rows = self.store.query(
             "SELECT session_id FROM sessions WHERE namespace = %s AND consolidated_at IS NULL"
             " AND session_id IS DISTINCT FROM %s ORDER BY first_seen_at, session_id",
             (namespace, exclude))
@@ -146,7 +146,7 @@ class PostgresLedger:
                 (namespace, session_id)).rowcount)
 
     def consolidated_at(self, namespace: str, session_id: str) -> float | None:
-        rows = self.store._query(
+        rows = self.store.query(
             "SELECT consolidated_at FROM sessions WHERE namespace = %s AND session_id = %s",
             (namespace, session_id))
         return float(rows[0][0]) if rows and rows[0][0] is not None else None

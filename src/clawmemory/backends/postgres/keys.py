@@ -30,4 +30,4 @@ class PostgresKeyStore(SQLKeyStore):
         self._pg.execute(sql.replace("?", "%s"), args)
 
     def _rows(self, sql: str, args: Sequence[Any] = ()) -> builtins.list[Sequence[Any]]:
-        return builtins.list(self._pg._query(sql.replace("?", "%s"), args))
+        return builtins.list(self._pg.query(sql.replace("?", "%s"), args))

@@ -43,21 +43,21 @@ class LifecycleMixin:
 
         def write(self) -> AbstractContextManager[None]: ...
         def execute(self, sql: str, args: Sequence[Any] = ()) -> Any: ...
-        def _lock_ns(self, namespace: str) -> None: ...
-        def _tx(self) -> Any: ...
+        def lock_namespace(self, namespace: str) -> None: ...
+        def current_tx(self) -> Any: ...
         def meta(self, key: str) -> str | None: ...
         def connection(self) -> AbstractContextManager[Any]: ...
-        def _query(self, sql: str, args: Sequence[Any] = ()) -> builtins.list[
+        def query(self, sql: str, args: Sequence[Any] = ()) -> builtins.list[
             tuple[Any, ...]]: ...
         def _records(self, sql: str, args: Sequence[Any] = ()) -> builtins.list[
             MemoryRecord]: ...
-        def _replace(self, record: MemoryRecord) -> None: ...
-        def _find_key(self, namespace: str, key: str) -> MemoryRecord | None: ...
+        def replace_in_place(self, record: MemoryRecord) -> None: ...
+        def key_holder(self, namespace: str, key: str) -> MemoryRecord | None: ...
         def get_many(self, namespace: str, ids: Sequence[str]) -> builtins.list[
             MemoryRecord]: ...
 
     def _has_vectors(self) -> bool:
-        return bool(self._query("SELECT to_regclass('vec_memories') IS NOT NULL")[0][0])
+        return bool(self.query("SELECT to_regclass('vec_memories') IS NOT NULL")[0][0])
 
     def _drop_vectors_and_entities(self, ns: str, ids: Sequence[str]) -> None:
         """Inside a write: delete the vectors and entity links of these records."""
@@ -91,8 +91,8 @@ class LifecycleMixin:
     def delete(self, namespace: str, ids: Sequence[str]) -> int:
         wanted = builtins.list(dict.fromkeys(ids))
         with self.write():
-            self._lock_ns(namespace)
-            owned = [r[0] for r in self._query(
+            self.lock_namespace(namespace)
+            owned = [r[0] for r in self.query(
                 "SELECT id FROM memories WHERE namespace = %s AND id = ANY(%s)",
                 (namespace, wanted))]
             removed = self._delete_ids(namespace, owned) if owned else 0
@@ -105,8 +105,8 @@ class LifecycleMixin:
 
     def delete_namespace(self, namespace: str) -> int:
         with self.write():
-            self._lock_ns(namespace)
-            self._drop_vectors_and_entities(namespace, [r[0] for r in self._query(
+            self.lock_namespace(namespace)
+            self._drop_vectors_and_entities(namespace, [r[0] for r in self.query(
                 "SELECT id FROM memories WHERE namespace = %s", (namespace,))])
             removed = int(self.execute("DELETE FROM memories WHERE namespace = %s",
                                        (namespace,)).rowcount)
@@ -119,7 +119,7 @@ class LifecycleMixin:
             return removed
 
     def find_archived(self, namespace: str, id_or_key: str) -> MemoryRecord | None:
-        rows = self._query(
+        rows = self.query(
             "SELECT record FROM memories_archive WHERE namespace = %s AND (id = %s OR key = %s)"
             " ORDER BY id = %s DESC, seq DESC LIMIT 1", (namespace, id_or_key, id_or_key,
                                                          id_or_key))
@@ -134,7 +134,7 @@ class LifecycleMixin:
                 f"SELECT {SELECT} FROM memories m WHERE m.namespace = %s AND m.id = ANY(%s)"
                 f" UNION ALL SELECT {SELECT} FROM memories m WHERE m.namespace = %s AND"
                 " m.supersedes = ANY(%s)", (namespace, frontier, namespace, frontier))
-            archived = [_archived(r[0]) for r in self._query(
+            archived = [_archived(r[0]) for r in self.query(
                 "SELECT record FROM memories_archive WHERE namespace = %s AND (id = ANY(%s)"
                 " OR supersedes = ANY(%s))", (namespace, frontier, frontier))]
             asked.update(frontier)
@@ -145,13 +145,13 @@ class LifecycleMixin:
         return order_versions(builtins.list(found.values()))
 
     def derived(self, namespace: str, source_ids: Sequence[str]) -> builtins.list[Version]:
-        rows = self._query(
+        rows = self.query(
             "SELECT DISTINCT memory_id, archived FROM memory_sources WHERE namespace = %s AND"
             " source_id = ANY(%s)", (namespace, builtins.list(dict.fromkeys(source_ids))))
         live = sorted(str(m) for m, a in rows if not a)
         archived = sorted(str(m) for m, a in rows if a)
         found: builtins.list[Version] = [(r, False) for r in self.get_many(namespace, live)]
-        found += [(_archived(r[0]), True) for r in self._query(
+        found += [(_archived(r[0]), True) for r in self.query(
             "SELECT record FROM memories_archive WHERE namespace = %s AND id = ANY(%s)"
             " ORDER BY id", (namespace, archived))] if archived else []
         return found
@@ -159,18 +159,18 @@ class LifecycleMixin:
     def replace_many(self, records: Sequence[MemoryRecord]) -> None:
         with self.write():
             for ns in sorted({r.namespace for r in records}):
-                self._lock_ns(ns)
+                self.lock_namespace(ns)
             for r in records:
-                self._replace(r)
+                self.replace_in_place(r)
 
     def drop_derived(self, namespace: str, ids: Sequence[str]) -> None:
         with self.write():
-            self._lock_ns(namespace)
+            self.lock_namespace(namespace)
             self._drop_vectors_and_entities(namespace, ids)
 
     def archive(self, namespace: str, ids: Sequence[str], *, at: float) -> int:
         with self.write():
-            self._lock_ns(namespace)
+            self.lock_namespace(namespace)
             records = self._records(f"SELECT {SELECT} FROM memories m WHERE m.namespace = %s"
                                     " AND m.id = ANY(%s)", (namespace, builtins.list(ids)))
             moved = [r.id for r in records]
@@ -180,7 +180,7 @@ class LifecycleMixin:
                          (namespace, moved))
             from psycopg.types.json import Jsonb
 
-            self._tx().cursor().executemany(
+            self.current_tx().cursor().executemany(
                 "INSERT INTO memories_archive (id, namespace, record, key, supersedes,"
                 f" source_ids, created_at, archived_at, fts) VALUES (%s, %s, %s, %s, %s, %s,"
                 f" %s, %s, {FTS_EXPR})",
@@ -191,13 +191,13 @@ class LifecycleMixin:
         return len(moved)
 
     def archive_count(self, namespace: str) -> int:
-        return int(self._query("SELECT COUNT(*) FROM memories_archive WHERE namespace = %s",
+        return int(self.query("SELECT COUNT(*) FROM memories_archive WHERE namespace = %s",
                                (namespace,))[0][0])
 
     def archive_list(
         self, namespace: str, *, limit: int, offset: int = 0
     ) -> builtins.list[ArchiveEntry]:
-        rows = self._query(
+        rows = self.query(
             "SELECT record, archived_at FROM memories_archive WHERE namespace = %s ORDER BY"
             " archived_at DESC, created_at DESC, id LIMIT %s OFFSET %s",
             (namespace, limit, offset))
@@ -205,19 +205,19 @@ class LifecycleMixin:
 
     def restore(self, namespace: str, id_: str) -> MemoryRecord | None:
         with self.write():
-            self._lock_ns(namespace)
+            self.lock_namespace(namespace)
             rows = self.execute("DELETE FROM memories_archive WHERE namespace = %s AND id = %s"
                                 " RETURNING record", (namespace, id_)).fetchall()
             if not rows:
                 return None
             record = _archived(rows[0][0])
-            if record.key and self._find_key(namespace, record.key) is not None:
+            if record.key and self.key_holder(namespace, record.key) is not None:
                 record = record.evolve(key=None)  # the live memory owns the key now
             self.execute(INSERT, record_values(record))
             return record
 
     def live_size_bytes(self) -> int | None:
-        rows = self._query(
+        rows = self.query(
             "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c WHERE"
             " c.relkind = 'r' AND c.relnamespace = current_schema()::regnamespace AND"
             " c.relname NOT IN ('memories_archive', 'maintenance_runs')")
@@ -245,7 +245,7 @@ class LifecycleMixin:
     def runs(
         self, namespace: str, limit: int, *, job: str | None = None
     ) -> builtins.list[RunRecord]:
-        rows = self._query(
+        rows = self.query(
             "SELECT id, namespace, job, started_at, finished_at, outcome, counts, message FROM"
             " maintenance_runs WHERE namespace = %s AND (%s::text IS NULL OR job = %s)"
             " ORDER BY started_at DESC, id DESC LIMIT %s", (namespace, job, job, limit))
@@ -265,4 +265,4 @@ class LifecycleMixin:
     def vacuum(self) -> None:
         """VACUUM every table: dead row versions of deleted memories become free space (their
         bytes stay in the data files until PostgreSQL reuses the space; docs/postgres.md)."""
-        self._query("VACUUM (ANALYZE)")
+        self.query("VACUUM (ANALYZE)")

@@ -73,7 +73,7 @@ class SearchMixin:
         _term_counts: dict[str, tuple[int, int]]
         options: PostgresOptions
 
-        def _query(self, sql: str, args: Sequence[Any] = ()) -> builtins.list[
+        def query(self, sql: str, args: Sequence[Any] = ()) -> builtins.list[
             tuple[Any, ...]]: ...
 
     # --- terms ---------------------------------------------------------------------------------
@@ -91,7 +91,7 @@ class SearchMixin:
         if known is not None and known[0] > TERM_CACHE_ROWS and \
                 time.monotonic() - known[1] < SIZE_TTL_S:
             return known[0]
-        size = int(self._query("SELECT COALESCE(MAX(seq), 0) FROM memories")[0][0])
+        size = int(self.query("SELECT COALESCE(MAX(seq), 0) FROM memories")[0][0])
         self._size_seen = (size, time.monotonic())
         return size
 
@@ -115,11 +115,11 @@ class SearchMixin:
                 todo.append(t)
         if todo:
             common = self._common_lexemes(size) if size > TERM_CACHE_ROWS else {}
-            rows = self._query("SELECT t, querytree(phraseto_tsquery('clawmem', t)) FROM"
+            rows = self.query("SELECT t, querytree(phraseto_tsquery('clawmem', t)) FROM"
                                " unnest(%s::text[]) t", (todo,))
             lexeme = {str(t): str(q).strip("'") for t, q in rows}
             count = [t for t in todo if lexeme.get(t) not in common]
-            found = dict(zip(count, self._query("SELECT " + ", ".join(
+            found = dict(zip(count, self.query("SELECT " + ", ".join(
                 "(SELECT count(*) FROM (SELECT 1 FROM memories WHERE fts @@"
                 " phraseto_tsquery('clawmem', %s) LIMIT %s) s)" for _ in count),
                 [x for t in count for x in (t, COUNT_CAP + 1)])[0], strict=True)) if count else {}
@@ -143,7 +143,7 @@ class SearchMixin:
         cached: tuple[dict[str, float], int] | None = getattr(self, "_lexemes", None)
         if cached is not None and abs(size - cached[1]) <= size * 0.05:
             return cached[0]
-        rows = self._query(
+        rows = self.query(
             "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats"
             " WHERE schemaname = current_schema() AND tablename = 'memories' AND"
             " attname = 'fts'")
@@ -191,7 +191,7 @@ class SearchMixin:
         for i in range(len(terms)):
             score_args += [idf[i] * top, weights]
         joined = f" {'||' if match[0] == '|' else '&&'} ".join(f"q.q{i}" for i in match[1])
-        return self._query(
+        return self.query(
             f"SELECT * FROM (SELECT {RANK_SELECT}, ({score}) AS rel, m.seq FROM (SELECT {qs}) q,"
             f" memories m WHERE m.fts @@ ({joined}) AND {where} LIMIT %s) s"
             " ORDER BY rel DESC, seq DESC LIMIT %s",
@@ -201,7 +201,7 @@ class SearchMixin:
         if not ids:
             return {}
         where, args = filter_sql(namespace, flt)
-        rows = self._query(f"SELECT {RANK_SELECT}, 0 FROM memories m WHERE {where} AND"
+        rows = self.query(f"SELECT {RANK_SELECT}, 0 FROM memories m WHERE {where} AND"
                            " m.id = ANY(%s)", [*args, builtins.list(ids)])
         return {r[0]: rank_hit(r).info for r in rows}
 
@@ -218,7 +218,7 @@ class SearchMixin:
         tok_args: builtins.list[Any] = []
         for t in tokens:
             tok_args.extend([t.lower(), t.lower()])
-        rows = self._query(
+        rows = self.query(
             f"SELECT * FROM (SELECT {RANK_SELECT}, ({hits_expr}) AS rel FROM memories m"
             f" WHERE {where}) s WHERE rel > 0 ORDER BY rel DESC, created_at DESC LIMIT %s",
             [*tok_args, *args, limit])
@@ -232,7 +232,7 @@ class SearchMixin:
             return []
         weights, _ = self._rank_weights()
         query = " || ".join(["phraseto_tsquery('clawmem', %s)"] * len(folded))
-        rows = self._query(
+        rows = self.query(
             f"SELECT a.record FROM (SELECT {query} AS q) q, memories_archive a WHERE"
             " a.namespace = %s AND a.fts @@ q.q ORDER BY ts_rank(%s::real[], a.fts, q.q, 1)"
             " DESC, a.seq DESC LIMIT %s", [*folded, namespace, weights, limit])

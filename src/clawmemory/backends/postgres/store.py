@@ -177,12 +177,8 @@ class PostgresStore(SearchMixin, LifecycleMixin):
 
     def lock_namespace(self, namespace: str) -> None:
         """Inside ``write()``: make this transaction the namespace's only writer until it ends.
-        A caller that reads before it writes takes it first (``Memory._transaction``): the
-        store's own methods take it only at their first write, after such a read."""
-        self._lock_ns(namespace)
-
-    def _lock_ns(self, namespace: str) -> None:
-        """Inside ``write()``: take the namespace's writer lock until the transaction ends."""
+        A caller that reads before it writes takes it first (the engine's write transaction):
+        the store's own methods take it only at their first write, after such a read."""
         locked: set[str] = self._local.locked
         if namespace not in locked:
             key = int.from_bytes(hashlib.blake2b(namespace.encode(), digest_size=4).digest(),
@@ -191,7 +187,7 @@ class PostgresStore(SearchMixin, LifecycleMixin):
                                      (schema.ADVISORY_CLASS, key))
             locked.add(namespace)
 
-    def _tx(self) -> Any:
+    def current_tx(self) -> Any:
         """The current transaction's connection (inside ``write()`` only)."""
         return self._local.conn
 
@@ -199,7 +195,7 @@ class PostgresStore(SearchMixin, LifecycleMixin):
         """Run one statement inside ``write()``; returns the cursor."""
         return self._local.conn.execute(sql, args)
 
-    def _query(self, sql: str, args: Sequence[Any] = ()) -> builtins.list[tuple[Any, ...]]:
+    def query(self, sql: str, args: Sequence[Any] = ()) -> builtins.list[tuple[Any, ...]]:
         """Rows of a read: in this thread's transaction if there is one, else on a pooled
         connection."""
         conn = getattr(self._local, "conn", None)
@@ -225,16 +221,16 @@ class PostgresStore(SearchMixin, LifecycleMixin):
             raise StorageError(f"{self.path}: {exc}") from exc
 
     def _records(self, sql: str, args: Sequence[Any] = ()) -> builtins.list[MemoryRecord]:
-        return [row_to_record(r) for r in self._query(sql, args)]
+        return [row_to_record(r) for r in self.query(sql, args)]
 
     # --- records -------------------------------------------------------------------------------
-    def _find_key(self, namespace: str, key: str) -> MemoryRecord | None:
+    def key_holder(self, namespace: str, key: str) -> MemoryRecord | None:
         rows = self._records(
             f"SELECT {SELECT} FROM memories m WHERE m.namespace = %s AND m.key = %s",
             (namespace, key))
         return rows[0] if rows else None
 
-    def _insert(self, record: MemoryRecord) -> None:
+    def insert_new(self, record: MemoryRecord) -> None:
         self.execute(INSERT, record_values(record))
 
     def _upsert(self, record: MemoryRecord, skip_existing: bool) -> tuple[MemoryRecord, bool]:
@@ -242,7 +238,7 @@ class PostgresStore(SearchMixin, LifecycleMixin):
 
     def put(self, record: MemoryRecord) -> tuple[MemoryRecord, bool]:
         with self.write():
-            self._lock_ns(record.namespace)
+            self.lock_namespace(record.namespace)
             return self._upsert(record, skip_existing=False)
 
     def put_many(
@@ -257,7 +253,7 @@ class PostgresStore(SearchMixin, LifecycleMixin):
         now = time.time()
         ns = records[0].namespace
         with self.write():
-            self._lock_ns(ns)
+            self.lock_namespace(ns)
             keyed = [r for r in records if r.key]
             if keyed or len(records) < 50:
                 results = [self._upsert(r, skip_existing_keys) for r in records]
@@ -272,7 +268,7 @@ class PostgresStore(SearchMixin, LifecycleMixin):
                     pairs.append((lo, hi, strength, origin))
             if pairs:
                 # A snapshot may name an end that is in neither the batch nor the store.
-                self._tx().cursor().executemany(
+                self.current_tx().cursor().executemany(
                     "INSERT INTO links SELECT %s, %s, %s, %s, %s, %s, %s WHERE (SELECT COUNT(*)"
                     " FROM memories WHERE namespace = %s AND id IN (%s, %s)) = 2"
                     " ON CONFLICT (namespace, a_id, b_id) DO UPDATE"
@@ -293,19 +289,19 @@ class PostgresStore(SearchMixin, LifecycleMixin):
         order = {i: n for n, i in enumerate(ids)}
         return sorted(found, key=lambda r: order[r.id])
 
-    def _replace(self, record: MemoryRecord) -> None:
+    def replace_in_place(self, record: MemoryRecord) -> None:
         values = record_values(record)
         self.execute(UPDATE, [*values[1:], record.namespace, record.id])
 
     def replace(self, record: MemoryRecord) -> None:
         with self.write():
-            self._lock_ns(record.namespace)
-            self._replace(record)
+            self.lock_namespace(record.namespace)
+            self.replace_in_place(record)
 
     def supersede(self, retired: MemoryRecord, new: MemoryRecord) -> MemoryRecord:
         with self.write():
-            self._lock_ns(new.namespace)
-            self._replace(retired)
+            self.lock_namespace(new.namespace)
+            self.replace_in_place(retired)
             return self._upsert(new, skip_existing=False)[0]
 
     def list(
@@ -318,7 +314,7 @@ class PostgresStore(SearchMixin, LifecycleMixin):
 
     def count(self, namespace: str, flt: Filter) -> int:
         where, args = filter_sql(namespace, flt)
-        return int(self._query(f"SELECT COUNT(*) FROM memories m WHERE {where}", args)[0][0])
+        return int(self.query(f"SELECT COUNT(*) FROM memories m WHERE {where}", args)[0][0])
 
     def touch(self, namespace: str, ids: Sequence[str], now: float) -> None:
         self.touch_many([(namespace, ids, now)])
@@ -342,7 +338,7 @@ class PostgresStore(SearchMixin, LifecycleMixin):
         keys = sorted(wanted)
         with self.write():
             for namespace in sorted({ns for ns, _ in keys}):
-                self._lock_ns(namespace)
+                self.lock_namespace(namespace)
             self.execute(
                 "WITH t AS (SELECT * FROM unnest(%s::text[], %s::text[], %s::bigint[],"
                 " %s::float8[]) AS t(namespace, id, n, at)), locked AS (SELECT m.seq, t.n, t.at"
@@ -366,7 +362,7 @@ class PostgresStore(SearchMixin, LifecycleMixin):
         lo, hi = sorted((a, b))
         now = time.time()
         with self.write():
-            self._lock_ns(namespace)
+            self.lock_namespace(namespace)
             if not self._both_exist(namespace, lo, hi):
                 return False
             grown = "links.strength + excluded.strength" if accumulate else (
@@ -381,7 +377,7 @@ class PostgresStore(SearchMixin, LifecycleMixin):
     def unlink(self, namespace: str, a: str, b: str) -> bool:
         lo, hi = sorted((a, b))
         with self.write():
-            self._lock_ns(namespace)
+            self.lock_namespace(namespace)
             cur = self.execute("DELETE FROM links WHERE namespace = %s AND a_id = %s AND"
                                " b_id = %s", (namespace, lo, hi))
             return bool(cur.rowcount)
@@ -391,7 +387,7 @@ class PostgresStore(SearchMixin, LifecycleMixin):
         if not ids:
             return out
         wanted = builtins.list(ids)
-        rows = self._query(
+        rows = self.query(
             "SELECT a_id, b_id, strength, origin FROM links WHERE namespace = %s AND"
             " a_id = ANY(%s) UNION SELECT a_id, b_id, strength, origin FROM links WHERE"
             " namespace = %s AND b_id = ANY(%s) ORDER BY strength DESC",
@@ -405,17 +401,17 @@ class PostgresStore(SearchMixin, LifecycleMixin):
 
     # --- housekeeping --------------------------------------------------------------------------
     def namespaces(self) -> builtins.list[str]:
-        return [r[0] for r in self._query("SELECT DISTINCT namespace FROM memories ORDER BY 1")]
+        return [r[0] for r in self.query("SELECT DISTINCT namespace FROM memories ORDER BY 1")]
 
     def stats(self, namespace: str) -> StoreStats:
-        by_kind = dict(self._query(
+        by_kind = dict(self.query(
             "SELECT kind, COUNT(*) FROM memories WHERE namespace = %s AND valid_until IS NULL"
             " GROUP BY kind ORDER BY kind", (namespace,)))
-        total, invalid, newest, oldest = self._query(
+        total, invalid, newest, oldest = self.query(
             "SELECT COUNT(*), COUNT(valid_until), MAX(created_at), MIN(created_at) FROM"
             " memories WHERE namespace = %s", (namespace,))[0]
-        links = self._query("SELECT COUNT(*) FROM links WHERE namespace = %s", (namespace,))[0][0]
-        size = self._query("SELECT pg_total_relation_size('memories')")[0][0]
+        links = self.query("SELECT COUNT(*) FROM links WHERE namespace = %s", (namespace,))[0][0]
+        size = self.query("SELECT pg_total_relation_size('memories')")[0][0]
         return StoreStats(
             backend=self.backend, total=int(total) - int(invalid),
             by_kind={k: int(v) for k, v in by_kind.items()}, invalidated=int(invalid),
@@ -428,13 +424,13 @@ class PostgresStore(SearchMixin, LifecycleMixin):
         known = self._ns_counts.get(namespace)
         if known is not None and time.monotonic() - known[1] < max_age_s:
             return known[0]
-        n = int(self._query("SELECT COUNT(*) FROM memories WHERE namespace = %s",
+        n = int(self.query("SELECT COUNT(*) FROM memories WHERE namespace = %s",
                             (namespace,))[0][0])
         self._ns_counts[namespace] = (n, time.monotonic())
         return n
 
     def meta(self, key: str) -> str | None:
-        rows = self._query("SELECT value FROM meta WHERE key = %s", (key,))
+        rows = self.query("SELECT value FROM meta WHERE key = %s", (key,))
         return str(rows[0][0]) if rows else None
 
     def set_meta(self, key: str, value: str) -> None:
@@ -466,13 +462,6 @@ class PostgresStore(SearchMixin, LifecycleMixin):
                 # Fresh statistics for the planner and for keyword search's common words,
                 # without waiting for autovacuum to notice the load.
                 conn.execute("ANALYZE memories, vec_memories")
-
-    def key_store(self) -> Any:
-        """API keys live in this database (``clawmemory.auth``, PostgreSQL migration 004), so
-        every replica of a service checks the same keys."""
-        from clawmemory.backends.postgres.keys import PostgresKeyStore
-
-        return PostgresKeyStore(self)
 
     def bind_tenant_role(self, role: str, namespace: str) -> None:
         """Let the PostgreSQL role ``role`` see (only) ``namespace``'s rows: the row-level

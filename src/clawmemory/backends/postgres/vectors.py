@@ -29,12 +29,12 @@ import numpy.typing as npt
 
 from clawmemory.backends.postgres import schema
 from clawmemory.backends.postgres.store import PostgresStore
+from clawmemory.vectors.base import QueueEntry
 
 __all__ = ["PostgresVectorQueue", "PostgresVectors"]
 
 log = logging.getLogger("clawmemory")
 F32 = npt.NDArray[np.float32]
-QueueEntry = tuple[str, str, int, int]
 # The centred score of a row, from pgvector's negative inner product (<#>): parameters are
 # q, c, q·c − c·c, |q − c|, c·c.
 _CENTRED = ("((-(v.embedding <#> %(q)s)) - (-(v.embedding <#> %(c)s)) - %(qc_cc)s)"
@@ -80,7 +80,7 @@ class PostgresVectors:
         with self.store.write():
             self.store.execute("SELECT pg_advisory_xact_lock(%s, 1)", (schema.ADVISORY_CLASS,))
             if self.store.meta("embedding_dimension") is None:
-                schema.create_vector_table(self.store._tx(), dimension, o.hnsw_m,
+                schema.create_vector_table(self.store.current_tx(), dimension, o.hnsw_m,
                                            o.hnsw_ef_construction)
                 for key, value in (("embedding_dimension", str(dimension)),
                                    ("embedding_model", model)):
@@ -134,7 +134,7 @@ class PostgresVectors:
                 wanted = [(q, v) for q, v in wanted if q in gone]
             had = {int(r[0]) for r in s.execute("SELECT seq FROM vec_memories WHERE"
                                                 " seq = ANY(%s)", ([q for q, _ in wanted],))}
-            s._tx().cursor().executemany(
+            s.current_tx().cursor().executemany(
                 "INSERT INTO vec_memories (seq, namespace, embedding) VALUES (%s, %s, %s)"
                 " ON CONFLICT (seq) DO UPDATE SET embedding = excluded.embedding",
                 [(q, namespace, v) for q, v in wanted])
@@ -171,7 +171,7 @@ class PostgresVectors:
         return centre, n
 
     def _read_centre(self, namespace: str) -> tuple[F32 | None, int]:
-        rows = self.store._query("SELECT centre, centre_rows, added FROM vector_centres WHERE"
+        rows = self.store.query("SELECT centre, centre_rows, added FROM vector_centres WHERE"
                                  " namespace = %s", (namespace,))
         if not rows:
             return None, 0
@@ -217,11 +217,11 @@ class PostgresVectors:
             sql = (f"SELECT m.id, {score} AS s FROM vec_memories v JOIN memories m ON m.seq ="
                    " v.seq WHERE m.namespace = %(ns)s AND m.id = ANY(%(ids)s) ORDER BY s DESC,"
                    " v.seq LIMIT %(k)s")
-            return [(str(i), float(s)) for i, s in self.store._query(sql, p)]  # type: ignore[arg-type]
+            return [(str(i), float(s)) for i, s in self.store.query(sql, p)]  # type: ignore[arg-type]
         if n + 1 <= self.store.options.exact_search_rows:
             sql = (f"SELECT m.id, {score} AS s FROM vec_memories v JOIN memories m ON m.seq ="
                    " v.seq WHERE v.namespace = %(ns)s ORDER BY s DESC, v.seq LIMIT %(k)s")
-            return [(str(i), float(s)) for i, s in self.store._query(sql, p)]  # type: ignore[arg-type]
+            return [(str(i), float(s)) for i, s in self.store.query(sql, p)]  # type: ignore[arg-type]
         return self._approximate(q, c, score, p, k)
 
     def _approximate(self, q: F32, c: F32 | None, score: str, p: dict[str, Any],
@@ -250,7 +250,7 @@ class PostgresVectors:
         c, _ = self._centre(namespace)
         score, p = self._params(_unit(query), c)
         p.update(ns=namespace, ids=list(ids))
-        rows = self.store._query(
+        rows = self.store.query(
             f"SELECT m.id, {score} FROM vec_memories v JOIN memories m ON m.seq = v.seq"
             " WHERE m.namespace = %(ns)s AND m.id = ANY(%(ids)s)", p)  # type: ignore[arg-type]
         return {str(i): float(s) for i, s in rows}
@@ -258,7 +258,7 @@ class PostgresVectors:
     def missing(self, namespace: str, limit: int) -> list[str]:
         if self.dimension is None:
             return []
-        rows = self.store._query(
+        rows = self.store.query(
             "SELECT m.id FROM memories m WHERE m.namespace = %s AND m.valid_until IS NULL AND"
             " NOT EXISTS (SELECT 1 FROM vec_memories v WHERE v.seq = m.seq) ORDER BY m.seq"
             " LIMIT %s", (namespace, limit))
@@ -267,7 +267,7 @@ class PostgresVectors:
     def count(self, namespace: str) -> int:
         if self.dimension is None:
             return 0
-        return int(self.store._query("SELECT COUNT(*) FROM vec_memories WHERE namespace = %s",
+        return int(self.store.query("SELECT COUNT(*) FROM vec_memories WHERE namespace = %s",
                                      (namespace,))[0][0])
 
     def centred(self, namespace: str) -> bool:
@@ -301,14 +301,14 @@ class PostgresVectorQueue:
         self, namespace: str | None, limit: int, *, after: int = 0,
         max_attempts: int | None = None,
     ) -> list[QueueEntry]:
-        return [(str(ns), str(i), int(seq), int(tok)) for ns, i, seq, tok in self.store._query(
+        return [(str(ns), str(i), int(seq), int(tok)) for ns, i, seq, tok in self.store.query(
             "SELECT q.namespace, m.id, q.seq, q.token FROM vector_queue q JOIN memories m"
             " ON m.seq = q.seq WHERE (%s::text IS NULL OR q.namespace = %s) AND q.seq > %s"
             " AND (%s::int IS NULL OR q.attempts < %s) ORDER BY q.seq LIMIT %s",
             (namespace, namespace, after, max_attempts, max_attempts, limit))]
 
     def size(self, namespace: str | None) -> int:
-        return int(self.store._query(
+        return int(self.store.query(
             "SELECT COUNT(*) FROM vector_queue WHERE %s::text IS NULL OR namespace = %s",
             (namespace, namespace))[0][0])
 

@@ -197,22 +197,22 @@ class SQLiteEntityIndex:
         # appears in more than COMMON_SHARE of the namespace's memories (a speaker's own name
         # in a dialogue) does not count at all: it says nothing about which memory is meant.
         common = max(COMMON_MIN, COMMON_SHARE * self._namespace_size(namespace))
-        matched = [e for e in (_stored(r) for r in self.store._query(sql, (namespace, *args)))
+        matched = [e for e in (_stored(r) for r in self.store.query(sql, (namespace, *args)))
                    if e.mention_count <= common]
         # Each entity's `limit` most recent memories, read backwards along the index on
         # (entity_id, rowid): the cost is bounded by `limit`, not by the entity's mentions.
         return rank_entity_hits([(e.canonical_name, e.mention_count, [
-            (m, int(r)) for m, r in self.store._query(
+            (m, int(r)) for m, r in self.store.query(
                 "SELECT memory_id, rowid FROM memory_entities WHERE entity_id = ?"
                 " ORDER BY rowid DESC LIMIT ?", (e.id, limit))]) for e in matched], limit)
 
     def _namespace_size(self, namespace: str) -> int:
         """Memories in the namespace, recounted when the table has grown 5% since the last
         count: COUNT(*) walks the namespace (milliseconds at 100k), MAX(seq) is one lookup."""
-        top = int(self.store._query("SELECT COALESCE(MAX(seq), 0) FROM memories")[0][0])
+        top = int(self.store.query("SELECT COALESCE(MAX(seq), 0) FROM memories")[0][0])
         known = self._sizes.get(namespace)
         if known is None or abs(top - known[1]) > 0.05 * known[1]:
-            n = int(self.store._query("SELECT COUNT(*) FROM memories WHERE namespace = ?",
+            n = int(self.store.query("SELECT COUNT(*) FROM memories WHERE namespace = ?",
                                       (namespace,))[0][0])
             known = self._sizes[namespace] = (n, top)
         return known[0]
@@ -222,7 +222,7 @@ class SQLiteEntityIndex:
     ) -> dict[str, list[EntityProfile]]:
         out: dict[str, list[EntityProfile]] = {m: [] for m in memory_ids}
         for part in _chunks(list(dict.fromkeys(memory_ids))):
-            rows = self.store._query(
+            rows = self.store.query(
                 f"SELECT me.memory_id, {ENTITY_COLS} FROM memory_entities me JOIN entities e"
                 " ON e.id = me.entity_id WHERE me.namespace = ? AND me.memory_id IN"
                 f" ({', '.join('?' * len(part))}) ORDER BY me.rowid", (namespace, *part))
@@ -232,22 +232,22 @@ class SQLiteEntityIndex:
 
     def profile(self, namespace: str, name: str) -> EntityProfile | None:
         sql, args = _match_sql([name])
-        rows = self.store._query(sql, (namespace, *args)) if sql else []
+        rows = self.store.query(sql, (namespace, *args)) if sql else []
         found = best_named([_stored(r) for r in rows], name)
         return found.profile() if found else None
 
     def memories_of(self, namespace: str, entity_id: str, limit: int) -> list[str]:
-        rows = self.store._query(
+        rows = self.store.query(
             "SELECT memory_id FROM memory_entities WHERE namespace = ? AND entity_id = ?"
             " ORDER BY rowid DESC LIMIT ?", (namespace, entity_id, max(limit, 0)))
         return [r[0] for r in rows]
 
     def entity_count(self, namespace: str) -> int:
-        rows = self.store._query("SELECT COUNT(*) FROM entities WHERE namespace = ?", (namespace,))
+        rows = self.store.query("SELECT COUNT(*) FROM entities WHERE namespace = ?", (namespace,))
         return int(rows[0][0])
 
     def entities(self, namespace: str, limit: int) -> list[EntityProfile]:
-        rows = self.store._query(
+        rows = self.store.query(
             f"SELECT {ENTITY_COLS} FROM entities e WHERE e.namespace = ?"
             " ORDER BY e.mention_count DESC, e.norm_name, e.id LIMIT ?",
             (namespace, max(limit, 0)))

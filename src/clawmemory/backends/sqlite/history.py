@@ -9,13 +9,13 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from clawmemory.history.base import decode_tool_calls, encode_tool_calls
+from clawmemory.backends.base import decode_tool_calls, encode_tool_calls
 from clawmemory.llm.base import Message, Role
 
 if TYPE_CHECKING:
     from clawmemory.backends.sqlite.store import SQLiteStore
 
-__all__ = ["SQLiteHistoryStore"]
+__all__ = ["SQLiteHistoryStore", "SQLiteLedger"]
 
 _COLUMNS = "role, content, tool_calls, tool_call_id, name, metadata"
 
@@ -56,13 +56,13 @@ class SQLiteHistoryStore:
     def recent(self, key: str, n: int) -> builtins.list[Message]:
         if n <= 0:
             return []
-        rows = self.store._query(
+        rows = self.store.query(
             f"SELECT {_COLUMNS} FROM messages WHERE namespace = ? AND session_id = ?"
             " ORDER BY seq DESC LIMIT ?", (self.namespace, key, n))
         return [_message(r) for r in reversed(rows)]
 
     def all(self, key: str) -> builtins.list[Message]:
-        rows = self.store._query(
+        rows = self.store.query(
             f"SELECT {_COLUMNS} FROM messages WHERE namespace = ? AND session_id = ?"
             " ORDER BY seq", (self.namespace, key))
         return [_message(r) for r in rows]
@@ -76,7 +76,7 @@ class SQLiteHistoryStore:
                 " covers = excluded.covers", (self.namespace, key, summary, self.clock(), covers))
 
     def _summary_row(self, key: str) -> tuple[str, int] | None:
-        rows = self.store._query(
+        rows = self.store.query(
             "SELECT summary, covers FROM summaries WHERE namespace = ? AND session_id = ?",
             (self.namespace, key))
         return (str(rows[0][0]), int(rows[0][1])) if rows else None
@@ -97,14 +97,57 @@ class SQLiteHistoryStore:
                           (self.namespace, key))
 
     def len(self, key: str) -> int:
-        rows = self.store._query(
+        rows = self.store.query(
             "SELECT COUNT(*) FROM messages WHERE namespace = ? AND session_id = ?",
             (self.namespace, key))
         return int(rows[0][0])
 
     def keys(self) -> builtins.list[str]:
-        rows = self.store._query(
+        rows = self.store.query(
             "SELECT session_id FROM messages WHERE namespace = ? UNION"
             " SELECT session_id FROM summaries WHERE namespace = ? ORDER BY 1",
             (self.namespace, self.namespace))
         return [str(r[0]) for r in rows]
+
+
+class SQLiteLedger:
+    """The 004 ``sessions_consolidations`` state in the store's ``sessions`` table."""
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self.store = store
+
+    def ensure(self, namespace: str, session_id: str, now: float) -> bool:
+        with self.store.write():
+            c = self.store.conn
+            c.execute("INSERT OR IGNORE INTO sessions (namespace, session_id, first_seen_at)"
+                      " VALUES (?, ?, ?)", (namespace, session_id, now))
+            return bool(c.changes())
+
+    def pending(self, namespace: str, exclude: str | None) -> list[str]:
+        rows = self.store.query(
+            "SELECT session_id FROM sessions WHERE namespace = ? AND consolidated_at IS NULL"
+            " AND session_id IS NOT ? ORDER BY first_seen_at, session_id", (namespace, exclude))
+        return [str(r[0]) for r in rows]
+
+    def mark(self, namespace: str, session_id: str, now: float) -> bool:
+        with self.store.write():
+            c = self.store.conn
+            c.execute("INSERT OR IGNORE INTO sessions (namespace, session_id, first_seen_at)"
+                      " VALUES (?, ?, ?)", (namespace, session_id, now))
+            c.execute("UPDATE sessions SET consolidated_at = ? WHERE namespace = ?"
+                      " AND session_id = ? AND consolidated_at IS NULL",
+                      (now, namespace, session_id))
+            return bool(c.changes())
+
+    def reopen(self, namespace: str, session_id: str) -> bool:
+        with self.store.write():
+            self.store.conn.execute(
+                "UPDATE sessions SET consolidated_at = NULL WHERE namespace = ? AND"
+                " session_id = ? AND consolidated_at IS NOT NULL", (namespace, session_id))
+            return bool(self.store.conn.changes())
+
+    def consolidated_at(self, namespace: str, session_id: str) -> float | None:
+        rows = self.store.query(
+            "SELECT consolidated_at FROM sessions WHERE namespace = ? AND session_id = ?",
+            (namespace, session_id))
+        return float(rows[0][0]) if rows and rows[0][0] is not None else None

@@ -8,7 +8,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from clawmemory.auth.base import ApiKey, Role
+from clawmemory.backends.keys import ApiKey, Role
 
 if TYPE_CHECKING:
     from clawmemory.backends.sqlite.store import SQLiteStore
@@ -79,4 +79,4 @@ class SQLiteKeyStore(SQLKeyStore):
         self.store.conn.execute(sql, args)
 
     def _rows(self, sql: str, args: Sequence[Any] = ()) -> builtins.list[Sequence[Any]]:
-        return builtins.list(self.store._query(sql, args))
+        return builtins.list(self.store.query(sql, args))

@@ -7,33 +7,16 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
+
+from clawmemory.vectors.base import QueueEntry, VectorQueue
 
 if TYPE_CHECKING:
-    from clawmemory.backends.base import Store
     from clawmemory.backends.sqlite.store import SQLiteStore
 
 __all__ = ["QueueEntry", "SQLiteVectorQueue", "VectorQueue"]
 
-QueueEntry = tuple[str, str, int, int]  # namespace, memory id, seq, token
 _CHUNK = 500  # bound on bound parameters per statement
-
-
-class VectorQueue(Protocol):
-    """Memories waiting for their vector, in the store's own tables (SQLite here,
-    ``backends/postgres/vectors.py`` on PostgreSQL)."""
-
-    @property
-    def store(self) -> Store: ...
-
-    def enqueue(self, namespace: str, ids: Sequence[str], now: float) -> list[QueueEntry]: ...
-
-    def pending(self, namespace: str | None, limit: int, *, after: int = 0,
-                max_attempts: int | None = None) -> list[QueueEntry]: ...
-
-    def size(self, namespace: str | None) -> int: ...
-
-    def failed(self, seqs: Sequence[int], error: str) -> None: ...
 
 
 class SQLiteVectorQueue:
@@ -69,7 +52,7 @@ class SQLiteVectorQueue:
         """Waiting memories in queue order; every namespace when ``namespace`` is None.
         ``after``: only rows past this seq; ``max_attempts``: only rows that failed fewer
         times."""
-        return [(str(ns), str(i), int(seq), int(tok)) for ns, i, seq, tok in self.store._query(
+        return [(str(ns), str(i), int(seq), int(tok)) for ns, i, seq, tok in self.store.query(
             "SELECT q.namespace, m.id, q.seq, q.token FROM vector_queue q JOIN memories m"
             " ON m.seq = q.seq WHERE (? IS NULL OR q.namespace = ?) AND q.seq > ?"
             " AND (? IS NULL OR q.attempts < ?) ORDER BY q.seq LIMIT ?",
@@ -77,7 +60,7 @@ class SQLiteVectorQueue:
 
     def size(self, namespace: str | None) -> int:
         """How many memories wait (in one namespace, or in all when None)."""
-        return int(self.store._query(
+        return int(self.store.query(
             "SELECT COUNT(*) FROM vector_queue WHERE ? IS NULL OR namespace = ?",
             (namespace, namespace))[0][0])
 

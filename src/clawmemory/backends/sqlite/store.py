@@ -162,7 +162,7 @@ class SQLiteStore:
             self.vec_available = False
 
     def schema_version(self) -> int:
-        return int(self._query("SELECT MAX(version) FROM schema_version")[0][0])
+        return int(self.query("SELECT MAX(version) FROM schema_version")[0][0])
 
     def close(self) -> None:
         with self._lock:
@@ -239,21 +239,21 @@ class SQLiteStore:
         if self.conn.in_transaction:
             self.conn.execute("ROLLBACK")
 
-    def _query(self, sql: str, args: Sequence[Any] = ()) -> builtins.list[tuple[Any, ...]]:
+    def query(self, sql: str, args: Sequence[Any] = ()) -> builtins.list[tuple[Any, ...]]:
         with self._lock:
             return self._retry(lambda: list(self.conn.execute(sql, args)))
 
     def _records(self, sql: str, args: Sequence[Any] = ()) -> builtins.list[MemoryRecord]:
-        return [row_to_record(r) for r in self._query(sql, args)]
+        return [row_to_record(r) for r in self.query(sql, args)]
 
     # --- records -------------------------------------------------------------------------------
-    def _find_key(self, namespace: str, key: str) -> MemoryRecord | None:
+    def key_holder(self, namespace: str, key: str) -> MemoryRecord | None:
         rows = self._records(
             f"SELECT {SELECT} FROM memories m WHERE m.namespace = ? AND m.key = ?", (namespace, key)
         )
         return rows[0] if rows else None
 
-    def _insert(self, record: MemoryRecord) -> None:
+    def insert_new(self, record: MemoryRecord) -> None:
         self.conn.execute(INSERT, record_values(record))
 
     def _upsert(self, record: MemoryRecord, skip_existing: bool) -> tuple[MemoryRecord, bool]:
@@ -312,17 +312,17 @@ class SQLiteStore:
         order = {i: n for n, i in enumerate(ids)}
         return sorted(found, key=lambda r: order[r.id])
 
-    def _replace(self, record: MemoryRecord) -> None:
+    def replace_in_place(self, record: MemoryRecord) -> None:
         values = record_values(record)
         self.conn.execute(UPDATE, [*values[1:], record.namespace, record.id])
 
     def replace(self, record: MemoryRecord) -> None:
         with self.write():
-            self._replace(record)
+            self.replace_in_place(record)
 
     def supersede(self, retired: MemoryRecord, new: MemoryRecord) -> MemoryRecord:
         with self.write():
-            self._replace(retired)
+            self.replace_in_place(retired)
             return self._upsert(new, skip_existing=False)[0]
 
     def _delete_ids(self, ns: str, ids: Sequence[str]) -> int:
@@ -366,7 +366,7 @@ class SQLiteStore:
             return removed
 
     def find_archived(self, namespace: str, id_or_key: str) -> MemoryRecord | None:
-        rows = self._query(
+        rows = self.query(
             "SELECT record FROM memories_archive WHERE namespace = ? AND (id = ? OR key = ?)"
             " ORDER BY id = ? DESC, seq DESC LIMIT 1", (namespace, id_or_key, id_or_key,
                                                         id_or_key))
@@ -383,7 +383,7 @@ class SQLiteStore:
                 f"SELECT {SELECT} FROM memories m WHERE m.namespace = ? AND m.id IN ({marks})"
                 f" UNION ALL SELECT {SELECT} FROM memories m WHERE m.namespace = ? AND"
                 f" m.supersedes IN ({marks})", (namespace, *frontier, namespace, *frontier))
-            archived = [MemoryRecord.from_dict(json.loads(r[0])) for r in self._query(
+            archived = [MemoryRecord.from_dict(json.loads(r[0])) for r in self.query(
                 f"SELECT record FROM memories_archive WHERE namespace = ? AND (id IN ({marks})"
                 f" OR record ->> '$.supersedes' IN ({marks}))", (namespace, *frontier,
                                                                   *frontier))]
@@ -400,7 +400,7 @@ class SQLiteStore:
         archived: set[str] = set()
         wanted = list(dict.fromkeys(source_ids))
         for part in (wanted[i: i + 500] for i in range(0, len(wanted), 500)):
-            for mid, in_archive in self._query(
+            for mid, in_archive in self.query(
                     "SELECT DISTINCT memory_id, archived FROM memory_sources WHERE namespace = ?"
                     f" AND source_id IN ({', '.join('?' * len(part))})", (namespace, *part)):
                 (archived if in_archive else live).add(str(mid))
@@ -408,7 +408,7 @@ class SQLiteStore:
             (r, False) for r in self.get_many(namespace, sorted(live))]
         ordered = sorted(archived)
         for part in (ordered[i: i + 500] for i in range(0, len(ordered), 500)):
-            found += [(MemoryRecord.from_dict(json.loads(r[0])), True) for r in self._query(
+            found += [(MemoryRecord.from_dict(json.loads(r[0])), True) for r in self.query(
                 "SELECT record FROM memories_archive WHERE namespace = ? AND id IN"
                 f" ({', '.join('?' * len(part))})", (namespace, *part))]
         return found
@@ -430,7 +430,7 @@ class SQLiteStore:
 
     def count(self, namespace: str, flt: Filter) -> int:
         where, args = filter_sql(namespace, flt)
-        return int(self._query(f"SELECT COUNT(*) FROM memories m WHERE {where}", args)[0][0])
+        return int(self.query(f"SELECT COUNT(*) FROM memories m WHERE {where}", args)[0][0])
 
     def touch(self, namespace: str, ids: Sequence[str], now: float) -> None:
         if not ids or self.read_only:
@@ -455,16 +455,16 @@ class SQLiteStore:
         # before sorting doubles the cost on large tables. When the filter (namespace, kind,
         # tags...) leaves too few of them, rank the filtered rows exactly instead.
         inner = max(limit * 4, 200)
-        rows = self._query(
+        rows = self.query(
             f"SELECT {RANK_SELECT}, f.rel FROM (SELECT rowid, -bm25(memories_fts, ?, ?, ?, ?)"
             " AS rel FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rel DESC LIMIT ?) f"
             f" JOIN memories m ON m.seq = f.rowid WHERE {where} ORDER BY f.rel DESC LIMIT ?",
             [*match, inner, *args, limit],
         )
-        if len(rows) < limit and self._query(
+        if len(rows) < limit and self.query(
             "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ?"
             " LIMIT ?)", (match[-1], inner + 1))[0][0] > inner:
-            rows = self._query(
+            rows = self.query(
                 f"SELECT {RANK_SELECT}, -bm25(memories_fts, ?, ?, ?, ?) AS rel FROM memories_fts"
                 f" JOIN memories m ON m.seq = memories_fts.rowid"
                 f" WHERE memories_fts MATCH ? AND {where} ORDER BY rel DESC LIMIT ?",
@@ -481,7 +481,7 @@ class SQLiteStore:
         under COMMON_TERM_DOCS / COMMON_TERM_SHARE rows are never pruned. ADR 0006."""
         if len(terms) < 2:
             return terms
-        size = int(self._query("SELECT COALESCE(MAX(seq), 0) FROM memories")[0][0])
+        size = int(self.query("SELECT COALESCE(MAX(seq), 0) FROM memories")[0][0])
         cap = max(COMMON_TERM_DOCS, int(COMMON_TERM_SHARE * size))
         if size <= cap:
             return terms
@@ -495,7 +495,7 @@ class SQLiteStore:
         known = self._term_counts.get(term)
         if known is not None and abs(size - known[1]) <= size * 0.05:
             return known[0]
-        n = int(self._query(
+        n = int(self.query(
             "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ?"
             " LIMIT ?)", (fts_query([term]), cap + 1))[0][0])
         if len(self._term_counts) >= 20_000:
@@ -507,7 +507,7 @@ class SQLiteStore:
         where, args = filter_sql(namespace, flt)
         out: dict[str, RankInfo] = {}
         for part in chunks(ids):
-            rows = self._query(
+            rows = self.query(
                 f"SELECT {RANK_SELECT}, 0 FROM memories m WHERE {where} AND m.id IN"
                 f" ({', '.join('?' * len(part))})", [*args, *part])
             out.update((r[0], rank_hit(r).info) for r in rows)
@@ -530,7 +530,7 @@ class SQLiteStore:
         tok_args: builtins.list[Any] = []
         for t in tokens:
             tok_args.extend([t.lower(), t.lower()])
-        rows = self._query(
+        rows = self.query(
             f"SELECT * FROM (SELECT {RANK_SELECT}, ({hits_expr}) AS rel FROM memories m"
             f" WHERE {where}) WHERE rel > 0 ORDER BY rel DESC, created_at DESC LIMIT ?",
             [*tok_args, *args, limit],
@@ -572,7 +572,7 @@ class SQLiteStore:
             return out
         marks = ", ".join("?" * len(ids))
         # A UNION of two indexed lookups: with OR, SQLite scans every link of the namespace.
-        rows = self._query(
+        rows = self.query(
             f"SELECT a_id, b_id, strength, origin FROM links WHERE namespace = ? AND a_id IN"
             f" ({marks}) UNION SELECT a_id, b_id, strength, origin FROM links WHERE namespace = ?"
             f" AND b_id IN ({marks}) ORDER BY strength DESC",
@@ -590,23 +590,17 @@ class SQLiteStore:
         return bool(self.conn.execute(
             "SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchall())
 
-    def key_store(self) -> Any:
-        """API keys live in this file (``clawmemory.auth``, migration 012)."""
-        from clawmemory.backends.sqlite.keys import SQLiteKeyStore
-
-        return SQLiteKeyStore(self)
-
     def namespaces(self) -> builtins.list[str]:
-        return [r[0] for r in self._query("SELECT DISTINCT namespace FROM memories ORDER BY 1")]
+        return [r[0] for r in self.query("SELECT DISTINCT namespace FROM memories ORDER BY 1")]
 
     def stats(self, namespace: str) -> StoreStats:
-        by_kind = dict(self._query(
+        by_kind = dict(self.query(
             "SELECT kind, COUNT(*) FROM memories WHERE namespace = ? AND valid_until IS NULL"
             " GROUP BY kind ORDER BY kind", (namespace,)))
-        total, invalid, newest, oldest = self._query(
+        total, invalid, newest, oldest = self.query(
             "SELECT COUNT(*), COUNT(valid_until), MAX(created_at), MIN(created_at) FROM memories"
             " WHERE namespace = ?", (namespace,))[0]
-        links = self._query("SELECT COUNT(*) FROM links WHERE namespace = ?", (namespace,))[0][0]
+        links = self.query("SELECT COUNT(*) FROM links WHERE namespace = ?", (namespace,))[0][0]
         size = None
         if str(self.path) != ":memory:":
             size = sum(_size(p) for p in (self.path, Path(f"{self.path}-wal")))
@@ -645,7 +639,7 @@ class SQLiteStore:
     def replace_many(self, records: Sequence[MemoryRecord]) -> None:
         with self.write():
             for r in records:
-                self._replace(r)
+                self.replace_in_place(r)
 
     def drop_derived(self, namespace: str, ids: Sequence[str]) -> None:
         with self.write():
@@ -678,7 +672,7 @@ class SQLiteStore:
     ) -> builtins.list[MemoryRecord]:
         if not terms:
             return []
-        rows = self._query(
+        rows = self.query(
             "SELECT a.record FROM memories_archive_fts JOIN memories_archive a"
             " ON a.seq = memories_archive_fts.rowid WHERE memories_archive_fts MATCH ? AND"
             " a.namespace = ? ORDER BY bm25(memories_archive_fts, ?, ?, ?, ?), a.seq DESC"
@@ -686,13 +680,13 @@ class SQLiteStore:
         return [MemoryRecord.from_dict(json.loads(r[0])) for r in rows]
 
     def archive_count(self, namespace: str) -> int:
-        return int(self._query("SELECT COUNT(*) FROM memories_archive WHERE namespace = ?",
+        return int(self.query("SELECT COUNT(*) FROM memories_archive WHERE namespace = ?",
                                (namespace,))[0][0])
 
     def archive_list(
         self, namespace: str, *, limit: int, offset: int = 0
     ) -> builtins.list[ArchiveEntry]:
-        rows = self._query(
+        rows = self.query(
             "SELECT record, archived_at FROM memories_archive WHERE namespace = ? ORDER BY"
             " archived_at DESC, record ->> '$.created_at' DESC, id LIMIT ? OFFSET ?",
             (namespace, limit, offset))
@@ -706,7 +700,7 @@ class SQLiteStore:
             if not rows:
                 return None
             record = MemoryRecord.from_dict(json.loads(rows[0][0]))
-            if record.key and self._find_key(namespace, record.key) is not None:
+            if record.key and self.key_holder(namespace, record.key) is not None:
                 record = record.evolve(key=None)  # the live memory owns the key now
             c.execute(INSERT, record_values(record))
             c.execute("DELETE FROM memories_archive WHERE namespace = ? AND id = ?",
@@ -715,9 +709,9 @@ class SQLiteStore:
 
     def live_size_bytes(self) -> int | None:
         try:
-            rows = self._query("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name")
+            rows = self.query("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name")
         except StorageError:  # a SQLite built without the dbstat table: count used pages
-            (count, free, page), = self._query(
+            (count, free, page), = self.query(
                 "SELECT * FROM pragma_page_count(), pragma_freelist_count(), pragma_page_size()")
             return (int(count) - int(free)) * int(page)
         return sum(int(size) for name, size in rows if not str(name).startswith(
@@ -746,7 +740,7 @@ class SQLiteStore:
     def runs(
         self, namespace: str, limit: int, *, job: str | None = None
     ) -> builtins.list[RunRecord]:
-        rows = self._query(
+        rows = self.query(
             "SELECT id, namespace, job, started_at, finished_at, outcome, counts, message FROM"
             " maintenance_runs WHERE namespace = ? AND (? IS NULL OR job = ?)"
             " ORDER BY started_at DESC, id DESC LIMIT ?", (namespace, job, job, limit))

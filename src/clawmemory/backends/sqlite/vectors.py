@@ -44,7 +44,7 @@ class SQLiteVectors:
 
     # --- binding -------------------------------------------------------------------------------
     def _meta(self, key: str) -> str | None:
-        rows = self.store._query("SELECT value FROM meta WHERE key = ?", (key,))
+        rows = self.store.query("SELECT value FROM meta WHERE key = ?", (key,))
         return str(rows[0][0]) if rows else None
 
     def bind(self, model: str, dimension: int) -> str | None:
@@ -187,7 +187,7 @@ class SQLiteVectors:
     def missing(self, namespace: str, limit: int) -> list[str]:
         if self.dimension is None:
             return []
-        rows = self.store._query(
+        rows = self.store.query(
             "SELECT m.id FROM memories m WHERE m.namespace = ? AND m.valid_until IS NULL"
             " AND NOT EXISTS"
             " (SELECT 1 FROM vec_memories v WHERE v.seq = m.seq) ORDER BY m.seq LIMIT ?",
@@ -200,7 +200,7 @@ class SQLiteVectors:
         """The namespace's matrix, brought up to date with the journal."""
         # Two scalar subqueries: SQLite answers a lone MIN or MAX from the index, but
         # MIN and MAX in one SELECT scan the whole journal (5 ms at 100k rows).
-        head, floor = self.store._query(
+        head, floor = self.store.query(
             "SELECT COALESCE((SELECT MAX(gen) FROM vec_log), 0),"
             " COALESCE((SELECT MIN(gen) FROM vec_log), 0)"
         )[0]
@@ -210,7 +210,7 @@ class SQLiteVectors:
         if cache is None or cache.gen < floor - 1:
             cache = self._caches[namespace] = self._load(namespace, int(head))
             return cache
-        changes = self.store._query(
+        changes = self.store.query(
             "SELECT l.seq, m.id FROM vec_log l LEFT JOIN memories m ON m.seq = l.seq"
             " WHERE l.namespace = ? AND l.gen > ? GROUP BY l.seq",
             (namespace, cache.gen),
@@ -233,7 +233,7 @@ class SQLiteVectors:
     def _rows(self, where: str, args: Sequence[object]) -> list[tuple[int, str, bytes]]:
         return [
             (int(seq), str(mid), bytes(blob))
-            for seq, mid, blob in self.store._query(
+            for seq, mid, blob in self.store.query(
                 "SELECT v.seq, m.id, v.embedding FROM vec_memories v JOIN memories m"
                 f" ON m.seq = v.seq WHERE {where}",
                 args,

@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from clawmemory.backends.base import Store
-from clawmemory.errors import InvalidInputError
+from clawmemory.backends.registry import backend_of
+from clawmemory.errors import ConfigError, InvalidInputError
 from clawmemory.model import Filter
 
 __all__ = ["COUNTED", "copy_store", "counts"]
@@ -52,7 +53,7 @@ def _mark(store: Store) -> str:
 
 
 def _rows(store: Any, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-    return list(store._query(sql.replace("?", _mark(store)), args))
+    return list(store.query(sql.replace("?", _mark(store)), args))
 
 
 def _check(store: Store) -> Any:
@@ -123,9 +124,10 @@ def copy_store(src: Store, dst: Store, progress: Progress | None = None) -> dict
 def _copy_keys(src: Store, dst: Store) -> None:
     """The service's API keys (digests, roles, namespaces, revocations): a copied store keeps
     answering the same clients, and a revoked key stays revoked."""
-    from clawmemory.auth.keys import key_store_for
-
-    have, into = key_store_for(src), key_store_for(dst)
+    have, into = backend_of(src).keys, backend_of(dst).keys
+    if have is None or into is None:
+        raise ConfigError(f"API keys cannot be copied from the {src.backend} backend to the"
+                          f" {dst.backend} backend")
     for key in have.all():
         found = have.find(key.id)
         if found is not None and into.find(key.id) is None:
@@ -216,9 +218,8 @@ def _copy_table(src: Store, dst: Any, table: str, ns: str) -> None:
 
 
 def _bind_vectors(dst: Store, meta: tuple[str, int]) -> Any:
-    from clawmemory.vectors import vector_store_for
-
-    vectors = vector_store_for(dst, centre_min_rows=0)
+    make = backend_of(dst).vectors
+    vectors = make(0) if make is not None else None
     if vectors is None:
         raise InvalidInputError(f"the destination ({dst.backend}) cannot store vectors")
     problem = vectors.bind(*meta)
@@ -250,8 +251,6 @@ def _copy_queue(src: Store, dst: Store, ns: str) -> None:
                                              " ON m.seq = q.seq WHERE q.namespace = ?", (ns,))]
     if not waiting:
         return
-    from clawmemory.components import queue_for
-
-    queue = queue_for(dst)
+    queue = backend_of(dst).queue
     if queue is not None:
         queue.enqueue(ns, waiting, time.time())

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from clawmemory import InvalidInputError, Memory, NotFoundError, Settings
+from clawmemory import InvalidInputError, Memory, MemoryAPI, NotFoundError, Settings
 from clawmemory.client import AsyncMemory, RemoteMemory
 from clawmemory.client.aio import ASYNC_METHODS
 from rest_server import serving
@@ -24,7 +24,7 @@ QUICK = Settings(embedder={"provider": "none"})
 
 
 @pytest.fixture(params=["local", "remote"])
-def mem(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
+def mem(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemoryAPI]:
     with Memory.open(tmp_path / "c.db", settings=QUICK) as local:
         if request.param == "local":
             yield local
@@ -34,7 +34,7 @@ def mem(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
             yield remote
 
 
-def test_store_recall_correct_forget(mem: Memory) -> None:
+def test_store_recall_correct_forget(mem: MemoryAPI) -> None:
     id_ = mem.store("User prefers dark mode", kind="preference", tags=["ui"], key="theme",
                     metadata={"app": "vim"})
     other = mem.store_many([{"content": "Deploys happen on Tuesdays", "kind": "event"}])[0]
@@ -62,7 +62,7 @@ def test_store_recall_correct_forget(mem: Memory) -> None:
     assert mem.stats()["total"] == 1
 
 
-def test_namespaces_portability_and_maintenance(mem: Memory) -> None:
+def test_namespaces_portability_and_maintenance(mem: MemoryAPI) -> None:
     mem.store("Caroline moved to Lisbon", key="move")
     snapshot = mem.export_snapshot()
     copy = mem.with_namespace("copy")
@@ -81,7 +81,7 @@ def test_namespaces_portability_and_maintenance(mem: Memory) -> None:
     assert copy.count() == 0 and mem.count() == 2
 
 
-def test_async_memory_runs_the_same_calls(mem: Memory) -> None:
+def test_async_memory_runs_the_same_calls(mem: MemoryAPI) -> None:
     async def scenario() -> None:
         amem = AsyncMemory(mem)
         ids = await asyncio.gather(*(amem.store(f"note {i} about tea") for i in range(5)))

@@ -12,6 +12,7 @@
 Nothing is loaded or opened at import time.
 """
 
+from clawmemory.api import AsyncMemoryAPI, ListQuery, MemoryAPI, RecallQuery, TimeRange
 from clawmemory.client.aio import AsyncMemory
 from clawmemory.config import Settings, load_settings
 from clawmemory.engine import ImportReport, Memory
@@ -47,6 +48,7 @@ __all__ = [
     "KINDS",
     "AccessDeniedError",
     "AsyncMemory",
+    "AsyncMemoryAPI",
     "AuthenticationError",
     "ClawMemoryError",
     "ConfigError",
@@ -63,12 +65,16 @@ __all__ = [
     "LLMError",
     "LLMNotConfiguredError",
     "LLMUnavailableError",
+    "ListQuery",
     "Memory",
+    "MemoryAPI",
     "MemoryRecord",
     "NotFoundError",
+    "RecallQuery",
     "SchemaError",
     "Settings",
     "StorageError",
+    "TimeRange",
     "__version__",
     "load_settings",
 ]

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
 from clawmemory.backends.base import ORDERS, ArchiveEntry, Store
 from clawmemory.backends.registry import open_store
@@ -123,8 +123,11 @@ class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
         if isinstance(path, str) and path.startswith(("http://", "https://")):
             from clawmemory.client.remote import RemoteMemory
 
-            return RemoteMemory(path, api_key=api_key or os.environ.get("CLAWMEM_API_KEY"),
-                                namespace=namespace, settings=settings)
+            remote = RemoteMemory(path, api_key=api_key or os.environ.get("CLAWMEM_API_KEY"),
+                                  namespace=namespace, settings=settings)
+            # RemoteMemory is no Memory: it implements MemoryAPI, every public operation
+            # (tests/test_api_parity.py). Typed as Memory so callers of open() keep one type.
+            return cast("Memory", remote)
         if settings is None:
             settings = load_settings(db=path, namespace=namespace, backend=backend)
         else:

@@ -4,15 +4,14 @@ readable service): snapshots, every importer's write path, reindex and backfill.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from clawmemory.entities.base import with_source_entities
 from clawmemory.errors import InvalidInputError
-from clawmemory.model import Filter, MemoryRecord
-from clawmemory.snapshot import ParsedSnapshot, Skip, dump_snapshot, parse_snapshot
+from clawmemory.model import ALREADY_PRESENT, Filter, ImportReport, MemoryRecord, ParsedImport
+from clawmemory.snapshot import dump_snapshot, parse_snapshot
 
 if TYPE_CHECKING:
     from clawmemory.backends.base import Store
@@ -21,34 +20,6 @@ if TYPE_CHECKING:
     from clawmemory.engine import Memory
 
 __all__ = ["ALREADY_PRESENT", "ImportReport", "PortabilityMixin"]
-
-
-ALREADY_PRESENT = "already in this namespace (same id or key)"
-_EXAMPLES = 3  # places named per skip reason in a summary
-
-
-class ImportReport(dict[str, int]):
-    """Counts from an import: ``created``, ``skipped``, ``links``. ``skips`` says why what was
-    skipped was left out: one entry per reason, ``{"reason", "count", "examples"}`` (the
-    first few places), most frequent first; ``archived``: how many of the created went
-    straight to the archive (their source had archived them)."""
-
-    def __init__(self, *, created: int, skipped: int, links: int,
-                 skips: Sequence[Skip] = (), present: int = 0, archived: int = 0) -> None:
-        super().__init__(created=created, skipped=skipped, links=links)
-        self.skips = _summarize([*skips, *[Skip(ALREADY_PRESENT)] * present])
-        self.archived = archived
-
-
-def _summarize(skips: Sequence[Skip]) -> builtins.list[dict[str, Any]]:
-    groups: dict[str, dict[str, Any]] = {}
-    for item in skips:
-        group = groups.setdefault(item.reason, {"reason": item.reason, "count": 0,
-                                                "examples": []})
-        group["count"] += 1
-        if item.where and len(group["examples"]) < _EXAMPLES:
-            group["examples"].append(item.where)
-    return sorted(groups.values(), key=lambda g: -int(g["count"]))
 
 
 class PortabilityMixin:
@@ -121,7 +92,7 @@ class PortabilityMixin:
 
     def import_records(
         self,
-        parsed: ParsedSnapshot,
+        parsed: ParsedImport,
         *,
         dry_run: bool = False,
         progress: Callable[[int, int], None] | None = None,
@@ -134,11 +105,9 @@ class PortabilityMixin:
         # Every imported memory arrives now: its source's dates stay (provenance), but idle
         # clocks start at arrival, so an import never makes a memory look old to this store.
         now = self.clock()
-        parsed = replace(
-            parsed,
-            records=[r.evolve(namespace=self.namespace, stored_at=now) for r in parsed.records])
-        fresh = self._fresh(parsed)
-        present = len(parsed.records) - len(fresh)
+        records = [r.evolve(namespace=self.namespace, stored_at=now) for r in parsed.records]
+        fresh = self._fresh(records, parsed.archived)
+        present = len(records) - len(fresh)
         skipped = present + len(parsed.skipped)
         if dry_run:  # the counts the import would have; the store is only read
             chained = self._sequence_links(fresh, self._preceding(fresh))
@@ -169,14 +138,15 @@ class PortabilityMixin:
         links = self.store_backend.stats(self.namespace).links - links_before
         before = {fresh[i].id: p for i, p in enumerate(preceding) if p}
         self._index_imported(new, [e for e in entries if e[1] not in archived], before, progress)
-        return ImportReport(created=len(created), skipped=len(parsed.records) - len(created)
+        return ImportReport(created=len(created), skipped=len(records) - len(created)
                             + len(parsed.skipped), links=max(links, 0), skips=parsed.skipped,
-                            present=len(parsed.records) - len(created), archived=len(archived))
+                            present=len(records) - len(created), archived=len(archived))
 
-    def _fresh(self, parsed: ParsedSnapshot) -> builtins.list[MemoryRecord]:
+    def _fresh(self, records: Sequence[MemoryRecord],
+               archived: Mapping[str, float]) -> builtins.list[MemoryRecord]:
         """The records whose id is neither stored (live or archived) nor earlier in the
-        batch."""
-        ids = [r.id for r in parsed.records]
+        batch (``archived``: the ids that arrive archived)."""
+        ids = [r.id for r in records]
         existing = {
             r.id
             for i in range(0, len(ids), 5000)
@@ -184,17 +154,17 @@ class PortabilityMixin:
         }
         # Archived ones only for records that arrive archived: one lookup each, and they are
         # what a second import of the same source would otherwise bring back as live copies.
-        existing.update(rid for rid in parsed.archived
+        existing.update(rid for rid in archived
                         if self.store_backend.find_archived(self.namespace, rid) is not None)
         fresh, seen = [], set(existing)
-        for r in parsed.records:
+        for r in records:
             if r.id not in seen:
                 seen.add(r.id)
                 fresh.append(r)
         return fresh
 
     def _archive_imported(self, created: Sequence[MemoryRecord],
-                          archived: dict[str, float]) -> set[str]:
+                          archived: Mapping[str, float]) -> set[str]:
         """Move the just-created records the source had archived into the archive, keeping
         the time it archived them (grouped: ``Store.archive`` takes one time per call)."""
         by_time: dict[float, builtins.list[str]] = {}

@@ -7,23 +7,30 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from clawmemory.errors import InvalidInputError
 
 __all__ = [
+    "ALREADY_PRESENT",
     "DEFAULT_NAMESPACE",
     "KINDS",
+    "ArchiveEntry",
     "Explanation",
     "Filter",
     "Forgotten",
     "Hit",
+    "ImportReport",
     "Kind",
     "KindName",
     "KindPolicy",
+    "Link",
     "MemoryRecord",
+    "ParsedImport",
+    "RunRecord",
+    "SkippedItem",
     "as_kind",
     "correction_of",
     "event_or_created",
@@ -431,3 +438,112 @@ class Hit:
     def to_dict(self) -> dict[str, Any]:
         return {"memory": self.memory.to_dict(), "score": self.score,
                 "explain": self.explain.to_dict()}
+
+
+# --- values returned by Memory's operations (they cross the API, so they live here, below every
+# implementation: the engine, its backends and the remote client all build them) -------------
+@dataclass(frozen=True, slots=True)
+class ArchiveEntry:
+    """An archived memory (003) and when it was archived."""
+
+    record: MemoryRecord
+    archived_at: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.record.to_dict(), "archived_at": self.archived_at}
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """An undirected link between two memories as seen from one end."""
+
+    other_id: str
+    strength: float
+    origin: str  # manual | synthesis | co-recall
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """One recorded maintenance run (``maintenance_runs``): which job, when, what it changed
+    (``counts``), how it ended (one of ``store.base.OUTCOMES``) and a one-line message."""
+
+    id: int
+    namespace: str
+    job: str
+    started_at: float
+    finished_at: float
+    outcome: str
+    counts: dict[str, int] = field(default_factory=dict)
+    message: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "namespace": self.namespace,
+            "job": self.job,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "outcome": self.outcome,
+            "counts": dict(self.counts),
+            "message": self.message,
+        }
+
+
+ALREADY_PRESENT = "already in this namespace (same id or key)"
+_EXAMPLES = 3  # places named per skip reason in a summary
+
+
+class SkippedItem(Protocol):
+    """What an import report reads of a skipped item (``snapshot.Skip``)."""
+
+    @property
+    def reason(self) -> str: ...
+
+    @property
+    def where(self) -> str: ...
+
+
+class ParsedImport(Protocol):
+    """What ``import_records`` reads of a reader's output (``snapshot.ParsedSnapshot``): the
+    validated records, links between them (``(a, b, strength, origin)``), the items left out,
+    the records that arrive archived (id -> archive time) and the entities the source linked
+    each record to (``(name, type)`` each)."""
+
+    @property
+    def records(self) -> Sequence[MemoryRecord]: ...
+
+    @property
+    def links(self) -> Sequence[tuple[str, str, float, str]]: ...
+
+    @property
+    def skipped(self) -> Sequence[SkippedItem]: ...
+
+    @property
+    def archived(self) -> Mapping[str, float]: ...
+
+    @property
+    def entities(self) -> Mapping[str, tuple[tuple[str, str], ...]]: ...
+
+
+class ImportReport(dict[str, int]):
+    """Counts from an import: ``created``, ``skipped``, ``links``. ``skips`` says why what was
+    skipped was left out: one entry per reason, ``{"reason", "count", "examples"}`` (the
+    first few places), most frequent first; ``archived``: how many of the created went
+    straight to the archive (their source had archived them)."""
+
+    def __init__(self, *, created: int, skipped: int, links: int,
+                 skips: Sequence[SkippedItem] = (), present: int = 0, archived: int = 0) -> None:
+        super().__init__(created=created, skipped=skipped, links=links)
+        reasons = [(s.reason, s.where) for s in skips] + [(ALREADY_PRESENT, "")] * present
+        self.skips = _summarize(reasons)
+        self.archived = archived
+
+
+def _summarize(skips: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
+    groups: dict[str, dict[str, Any]] = {}
+    for reason, where in skips:
+        group = groups.setdefault(reason, {"reason": reason, "count": 0, "examples": []})
+        group["count"] += 1
+        if where and len(group["examples"]) < _EXAMPLES:
+            group["examples"].append(where)
+    return sorted(groups.values(), key=lambda g: -int(g["count"]))

@@ -17,7 +17,7 @@ from clawmemory.backends.keys import KeyStore
 from clawmemory.config import Settings
 from clawmemory.entities.base import EntityIndex
 from clawmemory.llm.base import Message, ToolCall
-from clawmemory.model import Filter, MemoryRecord, next_version
+from clawmemory.model import ArchiveEntry, Filter, Link, MemoryRecord, RunRecord, next_version
 from clawmemory.vectors.base import VectorQueue, VectorStore
 
 __all__ = [
@@ -96,31 +96,11 @@ class RankInfo:
 
 
 @dataclass(frozen=True, slots=True)
-class ArchiveEntry:
-    """An archived memory (003) and when it was archived."""
-
-    record: MemoryRecord
-    archived_at: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**self.record.to_dict(), "archived_at": self.archived_at}
-
-
-@dataclass(frozen=True, slots=True)
 class TextHit:
     """A keyword candidate and its relevance (higher is better; BM25 for FTS)."""
 
     info: RankInfo
     relevance: float
-
-
-@dataclass(frozen=True, slots=True)
-class Link:
-    """An undirected link between two memories as seen from one end."""
-
-    other_id: str
-    strength: float
-    origin: str  # manual | synthesis | co-recall
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,33 +118,6 @@ class StoreStats:
 
 # How a maintenance run ended.
 OUTCOMES = ("ok", "skipped", "failed")
-
-
-@dataclass(frozen=True, slots=True)
-class RunRecord:
-    """One recorded maintenance run (``maintenance_runs``): which job, when, what it changed
-    (``counts``), how it ended (one of ``OUTCOMES``) and a one-line message."""
-
-    id: int
-    namespace: str
-    job: str
-    started_at: float
-    finished_at: float
-    outcome: str
-    counts: dict[str, int] = field(default_factory=dict)
-    message: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "namespace": self.namespace,
-            "job": self.job,
-            "started_at": self.started_at,
-            "finished_at": self.finished_at,
-            "outcome": self.outcome,
-            "counts": dict(self.counts),
-            "message": self.message,
-        }
 
 
 @runtime_checkable

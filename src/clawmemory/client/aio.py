@@ -1,9 +1,11 @@
-"""``AsyncMemory``: the ``Memory`` methods as coroutines, for async agent frameworks.
+"""``AsyncMemory``: the memory API's operations as coroutines (``api.AsyncMemoryAPI``), for async
+agent frameworks.
 
-It wraps a ``Memory``, local or remote (``RemoteMemory``), and runs each call in a worker
-thread (``asyncio.to_thread``), so the event loop never waits on SQLite, the embedding model or
-the network. Each method is derived from ``Memory``'s own (same name, arguments, result and
-errors): there is one implementation of every operation, not a sync and an async copy.
+It wraps any ``MemoryAPI``, local (``Memory``) or remote (``RemoteMemory``), and runs each call
+in a worker thread (``asyncio.to_thread``), so the event loop never waits on SQLite, the
+embedding model or the network. Each method is derived from the protocol's (same name,
+arguments, result and errors) and calls the wrapped memory's own: there is one implementation
+of every operation, not a sync and an async copy.
 
     async with AsyncMemory.open("http://127.0.0.1:8765", api_key=key) as mem:
         await mem.store("User prefers dark mode", kind="preference")
@@ -13,11 +15,12 @@ errors): there is one implementation of every operation, not a sync and an async
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable, Coroutine, Iterable
 from types import TracebackType
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
-from clawmemory.engine import Memory
+from clawmemory.api import AsyncMemoryAPI, MemoryAPI
 
 __all__ = ["ASYNC_METHODS", "AsyncMemory"]
 
@@ -26,29 +29,36 @@ R = TypeVar("R")
 
 
 def _in_thread(
-    method: Callable[Concatenate[Memory, P], R],
+    method: Callable[Concatenate[MemoryAPI, P], R],
 ) -> Callable[Concatenate[AsyncMemory, P], Coroutine[Any, Any, R]]:
+    """The coroutine twin of one ``MemoryAPI`` operation. ``functools.wraps`` keeps the
+    protocol's signature visible to ``inspect.signature`` (the parity tests read it)."""
     name = method.__name__
 
+    @functools.wraps(method)
     async def call(self: AsyncMemory, /, *args: P.args, **kwargs: P.kwargs) -> R:
         bound: Callable[P, R] = getattr(self.sync, name)  # the remote one for a RemoteMemory
         return await asyncio.to_thread(bound, *args, **kwargs)
 
-    call.__name__ = call.__qualname__ = name
-    call.__doc__ = method.__doc__
+    call.__qualname__ = f"AsyncMemory.{name}"
     return call
 
 
 class AsyncMemory:
-    """``Memory`` with ``await``. ``sync`` is the wrapped ``Memory`` (local or remote)."""
+    """A ``MemoryAPI`` with ``await``. ``sync`` is the wrapped memory (local or remote)."""
 
-    def __init__(self, memory: Memory) -> None:
+    def __init__(self, memory: MemoryAPI) -> None:
         self.sync = memory
 
     @classmethod
     def open(cls, path: Any = None, **options: Any) -> AsyncMemory:
         """``Memory.open(path, **options)`` wrapped: a path, nothing (the default store), or a
         server's URL with ``api_key=``."""
+        # Function-local: the engine (the façade, above this client layer) imports
+        # client.remote, so a module-level import here would close a cycle. The one upward
+        # reference of the client layer; a composition root could hand the opener in instead.
+        from clawmemory.engine import Memory
+
         return cls(Memory.open(path, **options))
 
     @property
@@ -68,49 +78,52 @@ class AsyncMemory:
                         tb: TracebackType | None) -> None:
         await self.aclose()
 
-    store = _in_thread(Memory.store)
-    store_many = _in_thread(Memory.store_many)
-    get = _in_thread(Memory.get)
-    update = _in_thread(Memory.update)
-    forget = _in_thread(Memory.forget)
-    forget_namespace = _in_thread(Memory.forget_namespace)
-    observe = _in_thread(Memory.observe)
-    reinforce = _in_thread(Memory.reinforce)
-    demote = _in_thread(Memory.demote)
-    confirm = _in_thread(Memory.confirm)
-    correct = _in_thread(Memory.correct)
-    history = _in_thread(Memory.history)
-    derived = _in_thread(Memory.derived)
-    list = _in_thread(Memory.list)
+    store = _in_thread(MemoryAPI.store)
+    store_many = _in_thread(MemoryAPI.store_many)
+    get = _in_thread(MemoryAPI.get)
+    update = _in_thread(MemoryAPI.update)
+    forget = _in_thread(MemoryAPI.forget)
+    forget_namespace = _in_thread(MemoryAPI.forget_namespace)
+    observe = _in_thread(MemoryAPI.observe)
+    reinforce = _in_thread(MemoryAPI.reinforce)
+    demote = _in_thread(MemoryAPI.demote)
+    confirm = _in_thread(MemoryAPI.confirm)
+    correct = _in_thread(MemoryAPI.correct)
+    history = _in_thread(MemoryAPI.history)
+    derived = _in_thread(MemoryAPI.derived)
+    list = _in_thread(MemoryAPI.list)
 
     async def count(self, *, kind: str | Iterable[str] | None = None,
                     include_invalid: bool = False, **filters: Any) -> int:
         return await asyncio.to_thread(self.sync.count, kind=kind,
                                        include_invalid=include_invalid, **filters)
 
-    search_by_metadata = _in_thread(Memory.search_by_metadata)
-    recall = _in_thread(Memory.recall)
-    link = _in_thread(Memory.link)
-    unlink = _in_thread(Memory.unlink)
-    neighbors = _in_thread(Memory.neighbors)
-    links = _in_thread(Memory.links)
-    entity_info = _in_thread(Memory.entity_info)
-    entities_of = _in_thread(Memory.entities_of)
-    stats = _in_thread(Memory.stats)
-    archived = _in_thread(Memory.archived)
-    restore = _in_thread(Memory.restore)
-    maintain = _in_thread(Memory.maintain)
-    preview_maintenance = _in_thread(Memory.preview_maintenance)
-    runs = _in_thread(Memory.runs)
-    repair = _in_thread(Memory.repair)
-    backfill = _in_thread(Memory.backfill)
-    reindex = _in_thread(Memory.reindex)
-    export_snapshot = _in_thread(Memory.export_snapshot)
-    import_snapshot = _in_thread(Memory.import_snapshot)
-    import_records = _in_thread(Memory.import_records)
-    warm_up = _in_thread(Memory.warm_up)
-    flush = _in_thread(Memory.flush)
+    search_by_metadata = _in_thread(MemoryAPI.search_by_metadata)
+    recall = _in_thread(MemoryAPI.recall)
+    link = _in_thread(MemoryAPI.link)
+    unlink = _in_thread(MemoryAPI.unlink)
+    neighbors = _in_thread(MemoryAPI.neighbors)
+    links = _in_thread(MemoryAPI.links)
+    entity_info = _in_thread(MemoryAPI.entity_info)
+    entities_of = _in_thread(MemoryAPI.entities_of)
+    stats = _in_thread(MemoryAPI.stats)
+    archived = _in_thread(MemoryAPI.archived)
+    restore = _in_thread(MemoryAPI.restore)
+    maintain = _in_thread(MemoryAPI.maintain)
+    preview_maintenance = _in_thread(MemoryAPI.preview_maintenance)
+    runs = _in_thread(MemoryAPI.runs)
+    repair = _in_thread(MemoryAPI.repair)
+    backfill = _in_thread(MemoryAPI.backfill)
+    reindex = _in_thread(MemoryAPI.reindex)
+    export_snapshot = _in_thread(MemoryAPI.export_snapshot)
+    import_snapshot = _in_thread(MemoryAPI.import_snapshot)
+    import_records = _in_thread(MemoryAPI.import_records)
+    warm_up = _in_thread(MemoryAPI.warm_up)
+    flush = _in_thread(MemoryAPI.flush)
 
 
 ASYNC_METHODS = tuple(n for n, v in vars(AsyncMemory).items()
                       if not n.startswith("_") and callable(v) and n not in ("open",))
+
+if TYPE_CHECKING:  # mypy proves the class implements the protocol, signature by signature
+    _IMPLEMENTS: type[AsyncMemoryAPI] = AsyncMemory

@@ -1,9 +1,11 @@
-"""``RemoteMemory``: the ``Memory`` interface over a clawmemory server's REST API (httpx).
+"""``RemoteMemory``: the memory API (``clawmemory.api.MemoryAPI``) over a clawmemory server's
+REST API (httpx).
 
 ``Memory.open("http://host:8765", api_key=...)`` returns one, so code written against a local
-store runs unchanged against a server: every public method of ``Memory`` is here with the same
-signature, returning the same types (``MemoryRecord``, ``Hit``, ``RunRecord``...) and raising
-the same errors, rebuilt from the server's problem details (``error`` names the type). Nothing
+store runs unchanged against a server: every operation of ``MemoryAPI`` is here with the same
+signature (``tests/test_api_parity.py`` checks it; nothing is inherited from the engine),
+returning the same types (``MemoryRecord``, ``Hit``, ``RunRecord``...) and raising the same
+errors, rebuilt from the server's problem details (``error`` names the type). Nothing
 is loaded in this process: no embedding model, no database.
 
 The few operations that only make sense where the database is (``reindex``, which re-embeds
@@ -17,24 +19,41 @@ import builtins
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping
+from types import TracebackType
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 import httpx
 
 from clawmemory import errors
-from clawmemory.backends.base import ArchiveEntry, Link, RunRecord
+from clawmemory.api import (
+    ALL_JOBS,
+    TIME_FIELDS,
+    UNSET,
+    ListQuery,
+    MemoryAPI,
+    RecallQuery,
+    TimeRange,
+)
 from clawmemory.config import Settings
-from clawmemory.engine import ImportReport, Memory
 from clawmemory.errors import ClawMemoryError, ConfigError, StorageError
-from clawmemory.model import Explanation, Forgotten, Hit, MemoryRecord
-
-if TYPE_CHECKING:
-    from clawmemory.snapshot import ParsedSnapshot
+from clawmemory.model import (
+    ArchiveEntry,
+    Explanation,
+    Forgotten,
+    Hit,
+    ImportReport,
+    Kind,
+    Link,
+    MemoryRecord,
+    ParsedImport,
+    RunRecord,
+)
+from clawmemory.snapshot import dump_snapshot
 
 __all__ = ["DEFAULT_TIMEOUT_S", "RemoteMemory"]
 
 DEFAULT_TIMEOUT_S = 60.0  # a maintenance run or a large import may take a while
-_UNSET: Any = object()
 
 
 def _error(response: httpx.Response) -> ClawMemoryError:
@@ -74,18 +93,24 @@ def _list(value: Iterable[str] | str | None) -> builtins.list[str] | str | None:
     return builtins.list(value)
 
 
-_TIMES = ("since", "until", "created_since", "created_until", "as_of")
+def _recall_body(q: RecallQuery) -> dict[str, Any]:
+    return {**q.time.to_json(), "query": q.query, "limit": q.limit, "kind": _list(q.kind),
+            "tags": _list(q.tags), "session_id": q.session_id,
+            "exclude_session_id": q.exclude_session_id, "metadata": q.metadata,
+            "include_invalid": q.include_invalid,
+            "mode": q.mode.lower() if isinstance(q.mode, str) else q.mode, "depth": q.depth,
+            "archive": q.archive, "touch": q.touch}
 
 
-def _times(**given: Any) -> dict[str, Any]:
-    """The time filters that are set, as JSON can carry them: a datetime as ISO-8601 (the
-    server reads epoch seconds, ISO-8601 and expressions like "2 weeks ago" itself)."""
-    return {k: v.isoformat() if hasattr(v, "isoformat") else v
-            for k, v in given.items() if v is not None}
+def _list_params(q: ListQuery) -> dict[str, Any]:
+    return {"kind": _list(q.kind), "tag": _list(q.tags), "session_id": q.session_id,
+            "source": q.source, "include_invalid": q.include_invalid, "order": q.order,
+            "metadata": None if q.metadata is None else json.dumps(dict(q.metadata)),
+            **q.time.to_json(), "limit": q.limit, "offset": q.offset}
 
 
-class RemoteMemory(Memory):
-    """``Memory`` over HTTP. Thread-safe (one pooled httpx client); close it when done."""
+class RemoteMemory:
+    """``MemoryAPI`` over HTTP. Thread-safe (one pooled httpx client); close it when done."""
 
     def __init__(
         self,
@@ -130,8 +155,6 @@ class RemoteMemory(Memory):
         return response.text
 
     def _ref(self, id_or_key: str) -> str:
-        from urllib.parse import quote
-
         if not isinstance(id_or_key, str):
             raise errors.InvalidInputError(f"an id or key is text, not "
                                            f"{type(id_or_key).__name__}")
@@ -141,7 +164,8 @@ class RemoteMemory(Memory):
     def warm_up(self) -> str:
         return f"clawmemory server at {self.url}: {self._call('GET', '/v1/health')['status']}"
 
-    def with_namespace(self, namespace: str) -> Memory:
+    def with_namespace(self, namespace: str) -> RemoteMemory:
+        """The same server (and connection pool) seen as another tenant."""
         view = RemoteMemory.__new__(RemoteMemory)
         view.__dict__.update(self.__dict__)
         view.namespace = namespace
@@ -156,13 +180,20 @@ class RemoteMemory(Memory):
         """Nothing to write from here: the server records what its recalls accessed, and its
         own ``flush`` runs when it stops."""
 
+    def __enter__(self) -> RemoteMemory:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
     # --- writing -----------------------------------------------------------------------------
     def store(
         self,
         content: str,
         *,
         key: str | None = None,
-        kind: str = "fact",
+        kind: Kind = "fact",
         tags: Iterable[str] | str = (),
         metadata: Mapping[str, Any] | None = None,
         session_id: str | None = None,
@@ -200,16 +231,16 @@ class RemoteMemory(Memory):
         content: str | None = None,
         tags: Iterable[str] | str | None = None,
         metadata: Mapping[str, Any] | None = None,
-        kind: str | None = None,
-        key: str | None = _UNSET,
-        event_time: Any = _UNSET,
+        kind: Kind | None = None,
+        key: str | None = UNSET,
+        event_time: Any = UNSET,
     ) -> MemoryRecord:
         body: dict[str, Any] = {k: v for k, v in (
             ("content", content), ("tags", _list(tags)), ("metadata", metadata),
             ("kind", kind)) if v is not None}
-        if key is not _UNSET:
+        if key is not UNSET:
             body["key"] = key
-        if event_time is not _UNSET:
+        if event_time is not UNSET:
             body["event_time"] = event_time
         return _record(self._call("PATCH", f"/v1/memories/{self._ref(id_or_key)}", body=body))
 
@@ -283,13 +314,11 @@ class RemoteMemory(Memory):
         created_until: Any = None,
         as_of: Any = None,
     ) -> builtins.list[MemoryRecord]:
-        params = {"kind": _list(kind), "tag": _list(tags), "session_id": session_id,
-                  "source": source, "include_invalid": include_invalid, "order": order,
-                  "metadata": None if metadata is None else json.dumps(dict(metadata)),
-                  **_times(since=since, until=until, created_since=created_since,
-                           created_until=created_until, as_of=as_of),
-                  "limit": limit, "offset": offset}
-        data = self._call("GET", "/v1/memories", params=params)
+        q = ListQuery(kind=kind, tags=tags, session_id=session_id, metadata=metadata,
+                      source=source, include_invalid=include_invalid, limit=limit,
+                      offset=offset, order=order,
+                      time=TimeRange(since, until, created_since, created_until, as_of))
+        data = self._call("GET", "/v1/memories", params=_list_params(q))
         return [_record(r) for r in data["memories"]]
 
     def count(
@@ -299,7 +328,8 @@ class RemoteMemory(Memory):
         include_invalid: bool = False,
         **filters: Any,
     ) -> int:
-        allowed = {"tags", "metadata", "session_id", "exclude_session_id", "source", *_TIMES}
+        allowed = {"tags", "metadata", "session_id", "exclude_session_id", "source",
+                   *TIME_FIELDS}
         if unknown := sorted(set(filters) - allowed):
             raise errors.InvalidInputError(f"count() got an unknown filter {unknown[0]!r};"
                                            f" filters: {', '.join(sorted(allowed))}")
@@ -309,7 +339,7 @@ class RemoteMemory(Memory):
                   "exclude_session_id": filters.get("exclude_session_id"),
                   "source": filters.get("source"),
                   "metadata": None if metadata is None else json.dumps(dict(metadata)),
-                  **_times(**{k: filters.get(k) for k in _TIMES})}
+                  **TimeRange.from_kwargs(filters).to_json()}
         return int(self._call("GET", "/v1/count", params=params)["count"])
 
     def search_by_metadata(
@@ -340,13 +370,12 @@ class RemoteMemory(Memory):
         created_until: Any = None,
         as_of: Any = None,
     ) -> builtins.list[Hit]:
-        body = {**_times(since=since, until=until, created_since=created_since,
-                         created_until=created_until, as_of=as_of),
-                "query": query, "limit": limit, "kind": _list(kind), "tags": _list(tags),
-                "session_id": session_id, "exclude_session_id": exclude_session_id,
-                "metadata": metadata, "include_invalid": include_invalid,
-                "mode": mode.lower() if isinstance(mode, str) else mode, "depth": depth,
-                "archive": archive, "touch": touch}
+        q = RecallQuery(query, limit=limit, kind=kind, tags=tags, session_id=session_id,
+                        exclude_session_id=exclude_session_id, metadata=metadata,
+                        include_invalid=include_invalid, mode=mode, depth=depth,
+                        archive=archive, touch=touch,
+                        time=TimeRange(since, until, created_since, created_until, as_of))
+        body = _recall_body(q)
         return [_hit(h) for h in self._call("POST", "/v1/recall", body=body)["hits"]]
 
     # --- graph and entities ------------------------------------------------------------------
@@ -388,11 +417,11 @@ class RemoteMemory(Memory):
     def restore(self, id_: str) -> MemoryRecord:
         return _record(self._call("POST", f"/v1/archive/{self._ref(id_)}/restore"))
 
-    def maintain(self, job: str = "all") -> builtins.list[RunRecord]:
+    def maintain(self, job: str = ALL_JOBS) -> builtins.list[RunRecord]:
         data = self._call("POST", f"/v1/maintenance/{self._ref(job)}")
         return [_run(r) for r in data["runs"]]
 
-    def preview_maintenance(self, job: str = "all") -> builtins.list[dict[str, Any]]:
+    def preview_maintenance(self, job: str = ALL_JOBS) -> builtins.list[dict[str, Any]]:
         data = self._call("POST", f"/v1/maintenance/{self._ref(job)}",
                           params={"dry_run": True})
         previews: builtins.list[dict[str, Any]] = data["previews"]
@@ -445,14 +474,12 @@ class RemoteMemory(Memory):
 
     def import_records(
         self,
-        parsed: ParsedSnapshot,
+        parsed: ParsedImport,
         *,
         dry_run: bool = False,
         progress: Callable[[int, int], None] | None = None,
     ) -> ImportReport:
         """Send already-read records to the server as one snapshot (all or nothing there)."""
-        from clawmemory.snapshot import dump_snapshot
-
         links: dict[str, builtins.list[Link]] = {}
         for a, b, strength, origin in parsed.links:
             links.setdefault(a, []).append(Link(b, strength, origin))
@@ -463,3 +490,7 @@ class RemoteMemory(Memory):
             progress(len(parsed.records), len(parsed.records))
         return report
 
+
+
+if TYPE_CHECKING:  # mypy proves the class implements the protocol, signature by signature
+    _IMPLEMENTS: type[MemoryAPI] = RemoteMemory

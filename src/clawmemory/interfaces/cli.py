@@ -32,7 +32,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn, ParamSpec
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, ParamSpec, cast
 
 import typer
 
@@ -199,7 +199,8 @@ def _open(
         from clawmemory.client.remote import RemoteMemory
 
         with RemoteMemory(g.url, api_key=g.api_key, namespace=g.namespace) as remote:
-            yield remote
+            # A MemoryAPI, not a Memory: the commands that reach past MemoryAPI are `local`.
+            yield cast("Memory", remote)
         return
     backend = g.backend.value if g.backend else None
     with _open_memory(g.db, g.namespace, backend, create=create) as mem:

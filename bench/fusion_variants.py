@@ -28,10 +28,10 @@ import numpy.typing as npt
 from rich.console import Console
 from rich.table import Table
 
-from clawmemory.backends.memory.store import tokenize
 from clawmemory.model import Filter
 from clawmemory.search.pipeline import Candidates, RecallRequest, Retriever
 from clawmemory.search.sanitize import content_terms, sanitize_terms
+from clawmemory.text import tokenize
 from recall_quality import (
     DEFAULT_DATA,
     PEERS,

@@ -162,7 +162,7 @@ class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
                 # A query that matches no memory never reaches the stemmer of calibrated
                 # fusion's word matching, and snowballstemmer imports every language's module
                 # on first use (~30 ms of the first real recall, bench/first_recall.py).
-                from clawmemory.backends.memory.store import stem
+                from clawmemory.text import stem
 
                 stem("warming")
             except ClawMemoryError:

@@ -64,11 +64,11 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from clawmemory.backends.memory.store import stem, tokenize
 from clawmemory.errors import InvalidInputError, NotFoundError
 from clawmemory.model import KINDS, Explanation, Filter, Hit, KindPolicy, MemoryRecord
 from clawmemory.search.ranking import DAY, factors
 from clawmemory.search.sanitize import content_terms, sanitize_terms
+from clawmemory.text import stem, tokenize
 from clawmemory.validation import check_limit
 
 if TYPE_CHECKING:

@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from clawmemory.backends.base import RankInfo
-from clawmemory.backends.memory.store import phrase_count, stem, tokenize
 from clawmemory.config import RecallSettings
 from clawmemory.model import MemoryRecord
+from clawmemory.text import phrase_count, stem, tokenize
 
 __all__ = ["Fused", "calibrated", "matched_terms", "rrf", "weighted"]
 

@@ -27,7 +27,6 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from clawmemory.backends.base import RankInfo, Store
-from clawmemory.backends.memory.store import phrase_count, tokenize
 from clawmemory.config import RecallSettings, TimeSettings
 from clawmemory.model import Explanation, Filter, Hit, MemoryRecord, event_or_created
 from clawmemory.search import fusion
@@ -48,6 +47,7 @@ from clawmemory.search.temporal import (
     time_factor,
     zone,
 )
+from clawmemory.text import phrase_count, tokenize
 from clawmemory.vectors.base import VectorStore
 
 if TYPE_CHECKING:  # numpy loads on first vector use, not at import

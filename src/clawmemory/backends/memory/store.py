@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import builtins
 import math
-import re
 import threading
-import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 from clawmemory.backends.base import (
     ArchiveEntry,
@@ -29,49 +26,12 @@ from clawmemory.backends.base import (
     upsert,
 )
 from clawmemory.model import Filter, MemoryRecord
+from clawmemory.text import phrase_count, tokenize
 
-__all__ = ["MemoryStore", "phrase_count", "stem", "tokenize"]
+__all__ = ["MemoryStore"]
 
-_WORD = re.compile(r"\w+")
-_DIACRITICS = re.compile("[\u0300-\u036f]")  # the Combining Diacritical Marks block
 _FIELDS = ("key", "content", "tags", "source")
 K1, B = 1.2, 0.75
-
-
-@lru_cache(maxsize=1)
-def _stemmer():  # type: ignore[no-untyped-def]
-    import snowballstemmer
-
-    return snowballstemmer.stemmer("english")
-
-
-@lru_cache(maxsize=65536)
-def stem(word: str) -> str:
-    return str(_stemmer().stemWord(word))
-
-
-def tokenize(text: str) -> builtins.list[str]:
-    """Lower-cased, stemmed word tokens (close to FTS5's porter unicode61 tokenizer)."""
-    return [stem(w) for w in _WORD.findall(_fold(text.lower()).replace("_", " "))]
-
-
-def phrase_count(tokens: Sequence[str], phrase: Sequence[str]) -> int:
-    """How often ``phrase`` (tokens) occurs in ``tokens`` as consecutive tokens, as FTS5 counts
-    a quoted term of several tokens ("3.12" is the phrase "3" "12")."""
-    n = len(phrase)
-    if not n:
-        return 0
-    first = phrase[0]
-    return sum(1 for i, tok in enumerate(tokens)
-               if tok == first and list(tokens[i:i + n]) == list(phrase))
-
-
-def _fold(text: str) -> str:
-    """Drop Latin/Greek/Cyrillic diacritics, as FTS5's ``remove_diacritics 2`` does, so
-    "café", "cafe" and a decomposed "cafe\u0301" are one word on every backend."""
-    if text.isascii():
-        return text
-    return unicodedata.normalize("NFC", _DIACRITICS.sub("", unicodedata.normalize("NFD", text)))
 
 
 def _field_text(r: MemoryRecord) -> dict[str, str]:

@@ -17,9 +17,11 @@ import difflib
 import logging
 import os
 import re
+from datetime import UTC, datetime, tzinfo
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import (
     BaseModel,
@@ -61,7 +63,22 @@ __all__ = [
     "check_backend",
     "default_home",
     "load_settings",
+    "zone",
 ]
+
+
+def zone(name: str) -> tzinfo:
+    """The time zone named by ``name``: "UTC", "local", or an IANA name."""
+    if name.upper() == "UTC":
+        return UTC
+    if name.lower() == "local":
+        local = datetime.now().astimezone().tzinfo
+        return local if local is not None else UTC
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ValueError(f"unknown time zone {name!r} (use 'UTC', 'local' or an IANA name such"
+                         " as 'Europe/Berlin')") from exc
 
 
 class Backend(StrEnum):
@@ -308,8 +325,6 @@ class TimeSettings(Section):
     @field_validator("time_zone")
     @classmethod
     def _known_zone(cls, value: str) -> str:
-        from clawmemory.search.temporal import zone
-
         zone(value)  # raises ValueError naming the problem
         return value
 

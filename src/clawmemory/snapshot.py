@@ -22,10 +22,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-from clawmemory.backends.base import Link
 from clawmemory.errors import ClawMemoryError, ImportFormatError, InvalidInputError
 from clawmemory.llm.base import Message
-from clawmemory.model import KINDS, MemoryRecord, normalize_kind
+from clawmemory.model import KINDS, Link, MemoryRecord, normalize_kind
 from clawmemory.validation import (
     check_content,
     check_key,

@@ -28,9 +28,10 @@ import functools
 import re
 import threading
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta, tzinfo
+from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
+from clawmemory.config import zone
 from clawmemory.errors import InvalidInputError
 
 __all__ = [
@@ -77,22 +78,6 @@ class Period:
     text: str
     start: float
     end: float
-
-
-def zone(name: str) -> tzinfo:
-    """The time zone named by ``name``: "UTC", "local", or an IANA name."""
-    if name.upper() == "UTC":
-        return UTC
-    if name.lower() == "local":
-        local = datetime.now().astimezone().tzinfo
-        return local if local is not None else UTC
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise ValueError(f"unknown time zone {name!r} (use 'UTC', 'local' or an IANA name such"
-                         " as 'Europe/Berlin')") from exc
 
 
 # --- the parser ----------------------------------------------------------------------------------

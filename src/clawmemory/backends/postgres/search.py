@@ -24,11 +24,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from clawmemory.backends.base import RankInfo, TextHit
-from clawmemory.backends.postgres.sql import RANK_SELECT, filter_sql, fold, rank_hit
+from clawmemory.backends.postgres.sql import (
+    RANK_SELECT,
+    PostgresOptions,
+    filter_sql,
+    fold,
+    rank_hit,
+)
 from clawmemory.model import Filter, MemoryRecord
-
-if TYPE_CHECKING:
-    from clawmemory.backends.postgres.store import PostgresOptions
 
 __all__ = ["SearchMixin"]
 

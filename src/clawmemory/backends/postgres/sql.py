@@ -218,3 +218,19 @@ def _meta_sql(a: str, key: str, wanted: Any) -> tuple[str, builtins.list[Any]]:
         return f"({v} ->> 0 IN ('s', 'b') AND {v} ->> 2 = %s)", [key, key, text.lower()]
     return (f"(({v} ->> 0 = 's' AND {v} ->> 1 = %s) OR ({v} ->> 0 = 'b' AND {v} ->> 2 = %s))",
             [key, key, text, key, key, text.lower()])
+
+
+class PostgresOptions:
+    """Connection settings (``[postgres]`` in the config, docs/configuration.md)."""
+
+    def __init__(self, **values: Any) -> None:
+        self.pool_min_size: int = values.get("pool_min_size", 1)
+        self.pool_max_size: int = values.get("pool_max_size", 10)
+        self.connect_timeout_s: float = values.get("connect_timeout_s", 10.0)
+        self.pool_timeout_s: float = values.get("pool_timeout_s", 30.0)
+        self.statement_timeout_ms: int = values.get("statement_timeout_ms", 0)
+        self.hnsw_m: int = values.get("hnsw_m", 16)
+        self.hnsw_ef_construction: int = values.get("hnsw_ef_construction", 64)
+        self.hnsw_ef_search: int = values.get("hnsw_ef_search", 100)
+        self.exact_search_rows: int = values.get("exact_search_rows", 5_000)
+        self.keyword_candidates: int = values.get("keyword_candidates", 5_000)

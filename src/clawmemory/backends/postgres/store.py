@@ -36,6 +36,7 @@ from clawmemory.backends.postgres.sql import (
     ORDER_SQL,
     SELECT,
     UPDATE,
+    PostgresOptions,
     filter_sql,
     many_values,
     record_values,
@@ -82,22 +83,6 @@ def _connection_params(url: str, o: PostgresOptions) -> dict[str, Any]:
         params["options"] = " ".join(filter(None, (
             str(given.get("options") or ""), f"-c statement_timeout={o.statement_timeout_ms}")))
     return params
-
-
-class PostgresOptions:
-    """Connection settings (``[postgres]`` in the config, docs/configuration.md)."""
-
-    def __init__(self, **values: Any) -> None:
-        self.pool_min_size: int = values.get("pool_min_size", 1)
-        self.pool_max_size: int = values.get("pool_max_size", 10)
-        self.connect_timeout_s: float = values.get("connect_timeout_s", 10.0)
-        self.pool_timeout_s: float = values.get("pool_timeout_s", 30.0)
-        self.statement_timeout_ms: int = values.get("statement_timeout_ms", 0)
-        self.hnsw_m: int = values.get("hnsw_m", 16)
-        self.hnsw_ef_construction: int = values.get("hnsw_ef_construction", 64)
-        self.hnsw_ef_search: int = values.get("hnsw_ef_search", 100)
-        self.exact_search_rows: int = values.get("exact_search_rows", 5_000)
-        self.keyword_candidates: int = values.get("keyword_candidates", 5_000)
 
 
 class PostgresStore(SearchMixin, LifecycleMixin):

@@ -12,22 +12,40 @@ import re
 import time
 from collections.abc import Callable
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from clawmemory.errors import SchemaError, StorageError
 
-if TYPE_CHECKING:
-    from clawmemory.backends.sqlite.store import SQLiteStore
-
-__all__ = ["INITIAL_MIGRATION", "SECURE_DELETE_VERSION", "check_ownership", "migrate",
-           "migrations"]
+__all__ = [
+    "INITIAL_MIGRATION",
+    "SECURE_DELETE_VERSION",
+    "check_ownership",
+    "migrate",
+    "migrations",
+    "needs_vacuum",
+]
 
 INITIAL_MIGRATION = "001_initial.sql"  # how a clawmemory database recognises itself
 SECURE_DELETE_VERSION = 5  # the migration that turned on FTS5 secure-delete
 Step = str | Callable[[Any], None]  # SQL text, or a function of the connection
 
 
-def check_ownership(store: SQLiteStore, not_a_db: tuple[type[Exception], ...]) -> None:
+class Database(Protocol):
+    """What the schema steps need of the store: its connection, path and write transaction."""
+
+    conn: Any
+    path: Any
+    read_only: bool
+
+    def write(self) -> Any: ...
+
+
+def needs_vacuum(conn: Any) -> bool:
+    """Whether an upgrade to secure delete left free pages to scrub (one VACUUM, once)."""
+    return bool(conn.execute("SELECT 1 FROM meta WHERE key = 'needs_vacuum'").fetchall())
+
+
+def check_ownership(store: Database, not_a_db: tuple[type[Exception], ...]) -> None:
     """Refuse a file that holds another program's tables, or is not SQLite at all, before
     anything (the WAL switch included) has been written to it."""
     try:
@@ -59,7 +77,7 @@ def _version(conn: Any) -> int:
     return max(_recorded(conn), default=0)
 
 
-def migrate(store: SQLiteStore) -> None:
+def migrate(store: Database) -> None:
     """Bring the file to the newest schema this version knows (nothing on a read-only file,
     which must already be there)."""
     known = migrations()
@@ -90,26 +108,6 @@ def migrate(store: SQLiteStore) -> None:
         if 0 < have < SECURE_DELETE_VERSION:
             # Text forgotten before secure delete existed may sit in free pages.
             c.execute("INSERT OR REPLACE INTO meta VALUES ('needs_vacuum', '1')")
-    vacuum_if_needed(store)
-
-
-def vacuum_if_needed(store: SQLiteStore) -> None:
-    """Once, after an upgrade to secure delete: rewrite the file so free pages that held text
-    forgotten under older versions are gone. Another process holding the file makes VACUUM
-    fail; the flag stays and the next open tries again."""
-    c = store.conn
-    if str(store.path) == ":memory:" or not c.execute(
-            "SELECT 1 FROM meta WHERE key = 'needs_vacuum'").fetchall():
-        return
-    from clawmemory.backends.sqlite.store import log
-
-    try:
-        with store._lock:  # no other thread of this process may be mid-transaction
-            c.execute("VACUUM")
-            c.execute("DELETE FROM meta WHERE key = 'needs_vacuum'")
-            store._checkpoint()
-    except store._error as exc:
-        log.info("could not scrub %s after its upgrade yet (%s); will retry", store.path, exc)
 
 
 def _seq_autoincrement(c: Any) -> None:

@@ -132,7 +132,7 @@ class SQLiteStore:
             if not in_memory:
                 private.warn_if_shared(self.path)
             self._retry(self._configure)
-            self._retry(lambda: schema.migrate(self))
+            self._retry(self._upgrade)
         except BaseException:
             self.conn.close()
             raise
@@ -412,6 +412,25 @@ class SQLiteStore:
                 "SELECT record FROM memories_archive WHERE namespace = ? AND id IN"
                 f" ({', '.join('?' * len(part))})", (namespace, *part))]
         return found
+
+    def _upgrade(self) -> None:
+        schema.migrate(self)
+        self._scrub_after_upgrade()
+
+    def _scrub_after_upgrade(self) -> None:
+        """Once, after an upgrade to secure delete: rewrite the file so free pages that held
+        text forgotten under older versions are gone. Another process holding the file makes
+        VACUUM fail; the flag stays and the next open tries again."""
+        c = self.conn
+        if str(self.path) == ":memory:" or not schema.needs_vacuum(c):
+            return
+        try:
+            with self._lock:  # no other thread of this process may be mid-transaction
+                c.execute("VACUUM")
+                c.execute("DELETE FROM meta WHERE key = 'needs_vacuum'")
+                self._checkpoint()
+        except self._error as exc:
+            log.info("could not scrub %s after its upgrade yet (%s); will retry", self.path, exc)
 
     def vacuum(self) -> None:
         with self._lock:

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
-from clawmemory.errors import AccessDeniedError
+from clawmemory.errors import AccessDeniedError, InvalidInputError
+from clawmemory.validation import check_namespace
 
 __all__ = ["ROLE_RANK", "Access", "ApiKey", "KeyStore", "Role"]
 
@@ -116,11 +117,7 @@ class Access:
 
 def check_namespaces(namespaces: Sequence[str]) -> tuple[str, ...]:
     """Distinct, checked namespace names, at least one."""
-    from clawmemory.validation import check_namespace
-
     names = tuple(dict.fromkeys(check_namespace(n) for n in namespaces))
     if not names:
-        from clawmemory.errors import InvalidInputError
-
         raise InvalidInputError("a key needs at least one namespace (--namespace NS)")
     return names

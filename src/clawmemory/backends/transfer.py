@@ -19,7 +19,9 @@ from typing import Any
 import numpy as np
 
 from clawmemory.backends.base import Store
+from clawmemory.backends.postgres.sql import FTS_EXPR, fts_args
 from clawmemory.backends.registry import backend_of
+from clawmemory.entities.base import alias_key
 from clawmemory.errors import ConfigError, InvalidInputError
 from clawmemory.model import Filter
 
@@ -164,8 +166,6 @@ def _put_archived(dst: Any, ns: str, r: Any, at: float) -> None:
     if dst.backend == "postgres":
         from psycopg.types.json import Jsonb
 
-        from clawmemory.backends.postgres.sql import FTS_EXPR, fts_args
-
         dst.execute(
             "INSERT INTO memories_archive (id, namespace, record, key, supersedes, source_ids,"
             f" created_at, archived_at, fts) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, {FTS_EXPR})",
@@ -187,8 +187,6 @@ def _convert(dst: Store, table: str, cols: Sequence[str], row: Sequence[Any]) ->
         aliases = json.loads(aliases) if isinstance(aliases, str) else list(aliases or [])
         if dst.backend == "postgres":
             from psycopg.types.json import Jsonb
-
-            from clawmemory.entities.base import alias_key
 
             values["aliases"] = Jsonb(aliases)
             values["protected"] = bool(values["protected"])

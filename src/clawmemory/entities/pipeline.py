@@ -25,6 +25,10 @@ from clawmemory.entities.base import (
     normalize_name,
     resolve_overlaps,
 )
+from clawmemory.entities.llm import LLMProvider
+from clawmemory.entities.names import FUNCTION, NamesProvider
+from clawmemory.entities.regex import RegexProvider
+from clawmemory.entities.spacy_provider import DEFAULT_SPACY_MODEL, SpacyProvider, spacy_available
 from clawmemory.errors import ClawMemoryError, ConfigError
 
 if TYPE_CHECKING:
@@ -69,22 +73,14 @@ def make_provider(
         allowed = ", ".join(p.value for p in ProviderName)
         raise ConfigError(f"unknown NER provider {name!r} (expected one of: {allowed})") from None
     if kind is ProviderName.REGEX:
-        from clawmemory.entities.regex import RegexProvider
-
         return RegexProvider()
     if kind is ProviderName.NAMES:
-        from clawmemory.entities.names import NamesProvider
-
         return NamesProvider()
     if kind is ProviderName.SPACY:
-        from clawmemory.entities.spacy_provider import DEFAULT_SPACY_MODEL, SpacyProvider
-
         return SpacyProvider(spacy_model or DEFAULT_SPACY_MODEL)
     if llm is None:
         raise ConfigError("the llm NER provider needs an LLM: configure one first "
                           "([llm] provider, docs/llm.md)")
-    from clawmemory.entities.llm import LLMProvider
-
     return LLMProvider(llm)
 
 
@@ -127,8 +123,6 @@ def build_pipeline(
             f"unknown NER strategy {strategy!r} (expected fast or accurate)") from None
     providers = [make_provider(ProviderName.REGEX), make_provider(ProviderName.NAMES)]
     if chosen is Strategy.ACCURATE:
-        from clawmemory.entities.spacy_provider import DEFAULT_SPACY_MODEL, spacy_available
-
         if spacy_available(spacy_model or DEFAULT_SPACY_MODEL):
             providers.append(make_provider(ProviderName.SPACY, spacy_model=spacy_model))
         if llm is not None:
@@ -152,8 +146,6 @@ def candidate_names(query: str, pipeline: NERPipeline | None = None) -> list[str
     """Normalised names to look up for a recall query: the mentions a (fast) pipeline finds in
     it, then every 1-3 word sequence of it, since queries are often lower case ("what did
     caroline say") and entity names are matched exactly. Single function words are left out."""
-    from clawmemory.entities.names import FUNCTION
-
     pipe = pipeline or build_pipeline(Strategy.FAST)
     out = [m.norm for m in pipe.extract(query)]
     words = [normalize_name(w) for w in _QUERY_WORD.findall(query)]

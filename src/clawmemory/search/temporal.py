@@ -33,6 +33,7 @@ from typing import Any
 
 from clawmemory.config import zone
 from clawmemory.errors import InvalidInputError
+from clawmemory.validation import check_time
 
 __all__ = [
     "TIME_FILTERS",
@@ -292,8 +293,6 @@ def resolve_time(value: Any, what: str, now: float, tz: tzinfo, languages: tuple
     a datetime, an ISO-8601 text, or an expression ("yesterday", "2 weeks ago", "last
     March"). A date or period names its start, or with ``end`` its end ("until 2024-01-31"
     includes the 31st); "N units ago" names that moment. Naive times are read in ``tz``."""
-    from clawmemory.validation import check_time
-
     if value is None or not isinstance(value, str):
         if isinstance(value, datetime) and value.tzinfo is None:
             value = value.replace(tzinfo=tz)

@@ -25,6 +25,7 @@ from clawmemory.backends.base import (
     connected_versions,
     upsert,
 )
+from clawmemory.errors import StorageError
 from clawmemory.model import Filter, MemoryRecord
 from clawmemory.text import phrase_count, tokenize
 
@@ -117,8 +118,6 @@ class MemoryStore:
 
     def insert_new(self, record: MemoryRecord) -> None:
         if record.id in self._ns[record.namespace].records:
-            from clawmemory.errors import StorageError
-
             raise StorageError(f"a memory with id {record.id} already exists")
         self._write(record)
 

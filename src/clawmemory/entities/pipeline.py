@@ -25,7 +25,6 @@ from clawmemory.entities.base import (
     normalize_name,
     resolve_overlaps,
 )
-from clawmemory.entities.llm import LLMProvider
 from clawmemory.entities.names import FUNCTION, NamesProvider
 from clawmemory.entities.regex import RegexProvider
 from clawmemory.entities.spacy_provider import DEFAULT_SPACY_MODEL, SpacyProvider, spacy_available
@@ -81,6 +80,10 @@ def make_provider(
     if llm is None:
         raise ConfigError("the llm NER provider needs an LLM: configure one first "
                           "([llm] provider, docs/llm.md)")
+    # Imported here: the LLM providers bring httpx and the embedder's HTTP client (numpy),
+    # which the fast pipeline (and `import clawmemory`) must not load.
+    from clawmemory.entities.llm import LLMProvider
+
     return LLMProvider(llm)
 
 

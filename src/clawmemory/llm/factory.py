@@ -16,23 +16,29 @@ from __future__ import annotations
 
 import ipaddress
 import os
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from clawmemory.config import LLMProviderName, LLMSettings
 from clawmemory.errors import ConfigError
-from clawmemory.llm.anthropic import AnthropicLLM
 from clawmemory.llm.base import LLM
-from clawmemory.llm.cache import CachedLLM, ResponseCache
-from clawmemory.llm.openai import OpenAILLM
+
+if TYPE_CHECKING:
+    from clawmemory.llm.anthropic import AnthropicLLM
+    from clawmemory.llm.openai import OpenAILLM
 
 __all__ = ["close_llm", "is_loopback", "make_llm", "provider_class"]
 
 
 def provider_class(provider: LLMProviderName | str) -> type[OpenAILLM] | type[AnthropicLLM]:
-    """The class of a provider."""
+    """The class of a provider (imported only when chosen)."""
     if LLMProviderName(provider) is LLMProviderName.ANTHROPIC:
+        from clawmemory.llm.anthropic import AnthropicLLM
+
         return AnthropicLLM
     if LLMProviderName(provider) is LLMProviderName.OPENAI:
+        from clawmemory.llm.openai import OpenAILLM
+
         return OpenAILLM
     raise ConfigError(f"LLM provider {provider!r} has no implementation")
 
@@ -56,6 +62,8 @@ def make_llm(settings: LLMSettings) -> LLM | None:
                    backoff_s=settings.backoff_s, default_max_tokens=settings.max_tokens)
     if not settings.response_cache:
         return llm
+    from clawmemory.llm.cache import CachedLLM, ResponseCache
+
     cache = ResponseCache(settings.resolved_cache_path(), ttl_s=settings.cache_ttl_s,
                           max_entries=settings.cache_max_entries)
     return CachedLLM(llm, cache)

@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 
 from clawmemory import ImportFormatError, Memory, Settings
 from clawmemory.engine_io import ALREADY_PRESENT
-from clawmemory.interfaces.cli_portability import register
+from clawmemory.interfaces.cli.portability import register
 from clawmemory.portability import SOURCE_ALIASES, SOURCES, read_source
 from clawmemory.store.sqlite import SQLiteStore
 

@@ -25,8 +25,8 @@ from typer.testing import CliRunner
 from clawmemory import ImportFormatError, Memory, MemoryRecord, Settings
 from clawmemory.config import EmbedderSettings
 from clawmemory.history import History, import_history, persistence_key
-from clawmemory.interfaces.cli_chat import CHANNEL as CHAT_CHANNEL
-from clawmemory.interfaces.cli_portability import register
+from clawmemory.interfaces.cli.chat import CHANNEL as CHAT_CHANNEL
+from clawmemory.interfaces.cli.portability import register
 from clawmemory.portability import (
     SOURCE_ALIASES,
     SOURCES,

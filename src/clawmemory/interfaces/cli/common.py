@@ -57,8 +57,6 @@ __all__ = [
     "rendered", "say_error", "show_value", "text_arg",
 ]
 
-log = logging.getLogger("clawmemory")
-
 EXIT_OK = 0
 EXIT_NOT_FOUND = 1
 EXIT_USAGE = 2

@@ -9,6 +9,7 @@ adds them to the ``clawmem`` app.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -329,7 +330,7 @@ def stats_cmd(ctx: typer.Context) -> None:
 
 
 # In the order ``clawmem --help`` lists them.
-COMMANDS: tuple[tuple[str, Any], ...] = (
+COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
     ("add", add_cmd),
     ("update", update_cmd),
     ("forget", forget_cmd),

@@ -4,4 +4,5 @@ import sys
 
 from clawmemory.interfaces.cli.app import main
 
-sys.exit(main())
+if __name__ == "__main__":  # importing this module (pkgutil walks the package) runs nothing
+    sys.exit(main())

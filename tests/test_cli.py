@@ -435,7 +435,7 @@ def test_internal_error_is_one_line_with_a_debug_hint(
     def broken(*args: object, **kwargs: object) -> Memory:
         raise ZeroDivisionError("simulated bug")
 
-    monkeypatch.setattr(cli.Memory, "open", broken)
+    monkeypatch.setattr(Memory, "open", broken)
     argv = ["--db", str(tmp_path / "m.db"), "list"]
     assert cli.main(argv) == cli.EXIT_INTERNAL
     err = capsys.readouterr().err.splitlines()

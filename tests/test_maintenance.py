@@ -663,7 +663,7 @@ def test_firings_run_one_at_a_time_and_a_running_job_is_not_started_again(
 ENTRY = (
     "import sys\n"
     "from clawmemory.interfaces.cli import app, main\n"
-    "from clawmemory.interfaces.cli_lifecycle import register\n"
+    "from clawmemory.interfaces.cli.lifecycle import register\n"
     "register(app)\n"
     "sys.exit(main())\n"
 )

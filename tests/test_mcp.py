@@ -33,7 +33,7 @@ from typer.testing import CliRunner
 from clawmemory import Memory, Settings
 from clawmemory.config import EmbedderSettings
 from clawmemory.interfaces.mcp import build_server
-from clawmemory.interfaces.mcp_surface import offered, user_schema
+from clawmemory.interfaces.mcp.surface import offered, user_schema
 from clawmemory.tools import dialect_names, tools_for
 
 T = TypeVar("T")
@@ -43,7 +43,7 @@ T = TypeVar("T")
 ENTRY = (
     "import sys\n"
     "from clawmemory.interfaces.cli import app, main\n"
-    "from clawmemory.interfaces.cli_mcp import register\n"
+    "from clawmemory.interfaces.cli.serving import register\n"
     "if 'mcp' not in {c.name for c in app.registered_commands}:\n"
     "    register(app)\n"
     "sys.exit(main())\n"
@@ -365,7 +365,7 @@ def test_three_servers_on_one_database_lose_no_write(tmp_path: Path) -> None:
 def cli(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
     """``clawmem`` in-process on a copy of the app with these commands registered."""
     from clawmemory.interfaces import cli as cli_module
-    from clawmemory.interfaces.cli_mcp import register
+    from clawmemory.interfaces.cli.serving import register
 
     app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
     app.registered_callback = cli_module.app.registered_callback

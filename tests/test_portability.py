@@ -26,8 +26,8 @@ from clawmemory import ImportFormatError, Memory, MemoryRecord, Settings
 from clawmemory.backends.sqlite.store import SQLiteStore
 from clawmemory.config import EmbedderSettings
 from clawmemory.history import History, import_history, persistence_key
-from clawmemory.interfaces.cli_chat import CHANNEL as CHAT_CHANNEL
-from clawmemory.interfaces.cli_portability import register
+from clawmemory.interfaces.cli.chat import CHANNEL as CHAT_CHANNEL
+from clawmemory.interfaces.cli.portability import register
 from clawmemory.portability import (
     SOURCE_ALIASES,
     SOURCES,

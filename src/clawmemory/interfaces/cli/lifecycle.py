@@ -1,6 +1,6 @@
 """``clawmem maintain``, ``clawmem daemon``, ``clawmem runs`` and ``clawmem restore``: scheduled
 maintenance and the archive it fills, from the command line. ``register(app)`` adds them to the
-``clawmem`` app; they reuse ``cli.py``'s global options, output (``--json``) and error boundary,
+``clawmem`` app; they reuse ``common``'s global options, output (``--json``) and error boundary,
 so they behave like every other command.
 """
 
@@ -20,19 +20,19 @@ import typer
 from clawmemory.backends.base import RunRecord
 from clawmemory.engine import Memory
 from clawmemory.errors import NotFoundError
-from clawmemory.interfaces.cli import (
+from clawmemory.interfaces.cli.common import (
     EXIT_FAILED,
     EXIT_NOT_FOUND,
-    _clip,
-    _console,
-    _emit,
-    _fail,
-    _globals,
-    _guarded,
-    _line,
-    _open,
-    _print,
-    _print_json,
+    clip,
+    emit,
+    fail,
+    globals_of,
+    guarded,
+    new_console,
+    open_memory,
+    plain,
+    print_json,
+    rendered,
 )
 from clawmemory.maintenance import (
     JOBS,
@@ -101,7 +101,7 @@ def _preview_table(preview: Mapping[str, Any]) -> Table:
         table.add_column(column, no_wrap=column != "memory")
     for c in preview["changes"][:PREVIEW_ROWS]:
         memory = Text(f"{c['key']}: " if c["key"] else "", style="bold")
-        memory.append(_clip(c["content"], 50))
+        memory.append(clip(c["content"], 50))
         memory.append(f"\nwhy: {c['reason']}", style="dim")  # under it: 80 columns are few
         table.add_row(c["step"], c["action"], c["id"], c["kind"], memory)
     return table
@@ -126,8 +126,8 @@ def _render_previews(previews: Sequence[Mapping[str, Any]]) -> Callable[[Console
 
 def _render_runs(runs: Sequence[RunRecord], empty: str) -> Callable[[Console], None]:
     if not runs:
-        return _line(empty)
-    return _print(lambda: _runs_table(runs))
+        return plain(empty)
+    return rendered(lambda: _runs_table(runs))
 
 
 # --- commands ------------------------------------------------------------------------------------
@@ -169,21 +169,21 @@ def maintain_cmd(
         _preview(ctx, job, all_namespaces)
         return
     runs: list[RunRecord] = []
-    with _open(ctx, local=all_namespaces) as mem:
+    with open_memory(ctx, local=all_namespaces) as mem:
         for view in _each_namespace(mem, all_namespaces):
             runs.extend(view.maintain(job))
-    _emit(ctx, {"runs": [r.to_dict() for r in runs]}, _render_runs(runs, "no namespaces"))
+    emit(ctx, {"runs": [r.to_dict() for r in runs]}, _render_runs(runs, "no namespaces"))
     if any(r.outcome == "failed" for r in runs):
         raise typer.Exit(EXIT_FAILED)
 
 
 def _preview(ctx: typer.Context, job: str, all_namespaces: bool) -> None:
     previews: list[dict[str, Any]] = []
-    with _open(ctx, local=all_namespaces) as mem:
+    with open_memory(ctx, local=all_namespaces) as mem:
         for view in _each_namespace(mem, all_namespaces):
             previews.extend(view.preview_maintenance(job))
-    _emit(ctx, {"dry_run": True, "previews": previews},
-          _render_previews(previews))
+    emit(ctx, {"dry_run": True, "previews": previews},
+         _render_previews(previews))
 
 
 def restore_cmd(
@@ -203,17 +203,17 @@ def restore_cmd(
     Example: clawmem restore 3f2a9c0d1e4b5a67 9c1d2e3f4a5b6c7d
     """
     restored, missing = [], []
-    with _open(ctx) as mem:
+    with open_memory(ctx) as mem:
         for id_ in ids:
             try:
                 restored.append(mem.restore(id_))
             except NotFoundError:
                 missing.append(id_)
     lines = "\n".join(f"restored {r.id}" for r in restored) or "nothing restored"
-    _emit(ctx, {"restored": [r.to_dict() for r in restored], "missing": missing}, _line(lines))
+    emit(ctx, {"restored": [r.to_dict() for r in restored], "missing": missing}, plain(lines))
     if missing:
-        _fail(f"not in the archive of namespace {mem.namespace!r}: {', '.join(missing)}",
-              EXIT_NOT_FOUND)
+        fail(f"not in the archive of namespace {mem.namespace!r}: {', '.join(missing)}",
+             EXIT_NOT_FOUND)
 
 
 def runs_cmd(
@@ -226,10 +226,10 @@ def runs_cmd(
 
     Example: clawmem runs --job decay --limit 5
     """
-    with _open(ctx, create=False) as mem:
+    with open_memory(ctx, create=False) as mem:
         runs = mem.runs(limit, job=job)
-    _emit(ctx, {"runs": [r.to_dict() for r in runs]},
-          _render_runs(runs, "no maintenance runs recorded"))
+    emit(ctx, {"runs": [r.to_dict() for r in runs]},
+         _render_runs(runs, "no maintenance runs recorded"))
 
 
 def daemon_cmd(ctx: typer.Context, *, all_namespaces: AllNamespacesOpt = False) -> None:
@@ -240,7 +240,7 @@ def daemon_cmd(ctx: typer.Context, *, all_namespaces: AllNamespacesOpt = False) 
 
     Example: clawmem --db agent.db daemon --all-namespaces
     """
-    with _open(ctx, local=True) as mem:
+    with open_memory(ctx, local=True) as mem:
         scheduler = Scheduler(mem, namespaces=None if all_namespaces else [mem.namespace])
         jobs = scheduler.jobs()
         stop = threading.Event()
@@ -250,7 +250,7 @@ def daemon_cmd(ctx: typer.Context, *, all_namespaces: AllNamespacesOpt = False) 
             if not jobs:
                 return
             scheduler.run_forever(stop)
-    if not _globals(ctx).json:
+    if not globals_of(ctx).json:
         typer.echo("stopped", err=True)
 
 
@@ -261,10 +261,10 @@ def _announce(ctx: typer.Context, jobs: Sequence[ScheduledJob], namespace: str |
                           "next_run": j.next_run.isoformat() if j.next_run else None}
                          for j in jobs]}
     where = "all namespaces" if namespace is None else f"namespace {namespace!r}"
-    if _globals(ctx).json:
-        _print_json(data)
+    if globals_of(ctx).json:
+        print_json(data)
     elif jobs:
-        console = _console()
+        console = new_console()
         console.print(_schedule_table(jobs))
         console.print(f"running for {where}; Ctrl-C to stop", markup=False)
     else:
@@ -276,10 +276,10 @@ def register(app: typer.Typer) -> None:
     """Add ``maintain``, ``daemon``, ``runs`` and ``restore`` to ``app`` behind the CLI's error
     boundary, replacing earlier commands of those names (so registering twice is harmless)."""
     app.registered_commands = [c for c in app.registered_commands if c.name not in COMMANDS]
-    app.command("maintain")(_guarded(maintain_cmd))
-    app.command("daemon")(_guarded(daemon_cmd))
-    app.command("runs")(_guarded(runs_cmd))
-    app.command("restore")(_guarded(restore_cmd))
+    app.command("maintain")(guarded(maintain_cmd))
+    app.command("daemon")(guarded(daemon_cmd))
+    app.command("runs")(guarded(runs_cmd))
+    app.command("restore")(guarded(restore_cmd))
 
 
 @contextmanager

@@ -12,14 +12,14 @@ import typer
 
 from clawmemory.engine import Memory
 from clawmemory.errors import NotFoundError
-from clawmemory.interfaces.cli import (
-    _console,
-    _globals,
-    _guarded,
-    _hits_table,
-    _open_memory,
-    _print_json,
-    _records_table,
+from clawmemory.interfaces.cli.common import (
+    globals_of,
+    guarded,
+    hits_table,
+    new_console,
+    open_local,
+    print_json,
+    records_table,
 )
 from clawmemory.model import Hit, Kind
 
@@ -32,7 +32,7 @@ __all__ = ["register"]
 def register(app: typer.Typer) -> None:
     """Add ``demo`` to ``app``, replacing an earlier command of that name."""
     app.registered_commands = [c for c in app.registered_commands if c.name != "demo"]
-    app.command("demo")(_guarded(demo_cmd))
+    app.command("demo")(guarded(demo_cmd))
 
 
 _DEMO_MEMORIES: tuple[tuple[str, Kind, tuple[str, ...], str | None], ...] = (
@@ -51,18 +51,18 @@ def demo_cmd(ctx: typer.Context) -> None:
 
     Example: clawmem demo
     """
-    quiet = _globals(ctx).json
-    console = None if quiet else _console()
+    quiet = globals_of(ctx).json
+    console = None if quiet else new_console()
 
     def show(renderable: RenderableType) -> None:
         if console is not None:
             console.print(renderable)
 
     with tempfile.TemporaryDirectory(prefix="clawmem-demo-") as tmp, \
-            _open_memory(Path(tmp) / "demo.db", "demo", "sqlite") as mem:
+            open_local(Path(tmp) / "demo.db", "demo", "sqlite") as mem:
         report = _demo(mem, show)
     if quiet:
-        _print_json(report)
+        print_json(report)
 
 
 def _demo(mem: Memory, show: Callable[[RenderableType], None]) -> dict[str, Any]:
@@ -71,16 +71,16 @@ def _demo(mem: Memory, show: Callable[[RenderableType], None]) -> dict[str, Any]
     show(Text("1. store: four memories in a temporary database", style="bold"))
     ids = [mem.store(content, kind=kind, tags=tags, key=key)
            for content, kind, tags, key in _DEMO_MEMORIES]
-    show(_records_table(mem.list(order="oldest")))
+    show(records_table(mem.list(order="oldest")))
     query = "which editor theme does a user prefer"
     hits: list[Hit] = mem.recall(query, limit=3)
     show(Text(f"\n2. recall {query!r}, with explanations", style="bold"))
-    show(_hits_table(hits, explain=True))
+    show(hits_table(hits, explain=True))
     reinforced = mem.reinforce("hmac-rule")
     show(Text(f"\n3. reinforce 'hmac-rule' (it helped): score {reinforced.score}; recall"
               " 'HMAC signature' now ranks it with a reinforcement factor", style="bold"))
     boosted: list[Hit] = mem.recall("HMAC signature", limit=1)
-    show(_hits_table(boosted, explain=True))
+    show(hits_table(boosted, explain=True))
     forgotten = mem.forget("hmac-rule")
     after: list[Hit] = mem.recall("HMAC signature", limit=3)
     show(Text(f"\n4. forget 'hmac-rule' ({forgotten.id}): hard delete", style="bold"))

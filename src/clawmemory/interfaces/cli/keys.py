@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from clawmemory.auth import ApiKey, Keys, Role, key_store_for
-from clawmemory.interfaces.cli import _emit, _guarded, _line, _open, _print, _show
+from clawmemory.interfaces.cli.common import (
+    emit,
+    guarded,
+    open_memory,
+    plain,
+    rendered,
+    show_value,
+)
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -48,14 +55,14 @@ def _table(keys: list[ApiKey]) -> Table:
     for column in ("id", "role", "namespaces", "label", "created", "revoked"):
         table.add_column(column)
     for k in keys:
+        revoked = show_value("created_at", k.revoked_at)[:16] if k.revoked_at else "-"
         table.add_row(k.id, k.role.value, ", ".join(k.namespaces), k.label or "-",
-                      _show("created_at", k.created_at)[:16], _show("created_at", k.revoked_at)
-                      [:16] if k.revoked_at else "-")
+                      show_value("created_at", k.created_at)[:16], revoked)
     return table
 
 
 @keys_app.command("create")
-@_guarded
+@guarded
 def create_cmd(
     ctx: typer.Context,
     *,
@@ -72,14 +79,14 @@ def create_cmd(
 
     Example: clawmem keys create --namespace alice --role write
     """
-    with _open(ctx, local=True) as mem:
+    with open_memory(ctx, local=True) as mem:
         keys = Keys(key_store_for(mem.store_backend))
         first = not keys.required()
         record, secret = keys.create(namespace, role, label)
     if first:
         sys.stderr.write(_first_key_notice(record.namespaces))
     data = {**record.to_dict(), "key": secret}
-    _emit(ctx, data, _line(f"created key {record.id} ({record.role.value} on "
+    emit(ctx, data, plain(f"created key {record.id} ({record.role.value} on "
                            f"{', '.join(record.namespaces)}); it is shown only once:\n{secret}"))
 
 
@@ -103,20 +110,20 @@ def _first_key_notice(namespaces: Sequence[str]) -> str:
 
 
 @keys_app.command("list")
-@_guarded
+@guarded
 def list_cmd(ctx: typer.Context) -> None:
     """List the API keys (ids, roles, namespaces; never the keys themselves).
 
     Example: clawmem keys list
     """
-    with _open(ctx, create=False, local=True) as mem:
+    with open_memory(ctx, create=False, local=True) as mem:
         keys = Keys(key_store_for(mem.store_backend)).list()
-    _emit(ctx, {"keys": [k.to_dict() for k in keys]},
-          _print(lambda: _table(keys)) if keys else _line("no API keys"))
+    emit(ctx, {"keys": [k.to_dict() for k in keys]},
+         rendered(lambda: _table(keys)) if keys else plain("no API keys"))
 
 
 @keys_app.command("revoke")
-@_guarded
+@guarded
 def revoke_cmd(
     ctx: typer.Context,
     key_id: Annotated[str, typer.Argument(metavar="ID", help="The key's id (or the key).")],
@@ -125,7 +132,7 @@ def revoke_cmd(
 
     Example: clawmem keys revoke 3f2a9c0d1e4b
     """
-    with _open(ctx, create=False, local=True) as mem:
+    with open_memory(ctx, create=False, local=True) as mem:
         record = Keys(key_store_for(mem.store_backend)).revoke(key_id)
-    _emit(ctx, record.to_dict(), _line(f"revoked key {record.id}"))
+    emit(ctx, record.to_dict(), plain(f"revoked key {record.id}"))
 

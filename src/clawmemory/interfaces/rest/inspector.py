@@ -23,8 +23,15 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from clawmemory.auth import Access, Role
 from clawmemory.errors import AuthenticationError, ClawMemoryError, InvalidInputError
-from clawmemory.interfaces.rest import ACCESS, COOKIE, Service, error_response
-from clawmemory.interfaces.rest_routes import read_cursor, write_cursor
+from clawmemory.interfaces.rest.common import (
+    ACCESS,
+    COOKIE,
+    Service,
+    error_response,
+    read_cursor,
+    write_cursor,
+)
+from clawmemory.maintenance import JOBS
 from clawmemory.model import KINDS, legible
 
 if TYPE_CHECKING:
@@ -35,7 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = ["install"]
 
-WEB = Path(__file__).parent / "web"
+WEB = Path(__file__).parent.parent / "web"  # interfaces/web: templates and static files
 PAGE = 50  # memories per page when browsing
 
 
@@ -247,16 +254,12 @@ def restore(page: Web, id_: str) -> Response:
 
 @router.get("/maintenance")
 def maintenance(page: Web) -> HTMLResponse:
-    from clawmemory.maintenance import JOBS
-
     return page.render("maintenance.html", runs=page.mem.runs(50), jobs=JOBS, previews=None)
 
 
 @router.post("/maintenance")
 def run_maintenance(page: Web, form: Form) -> Response:
     page.access.require(Role.ADMIN, "running maintenance")
-    from clawmemory.maintenance import JOBS
-
     job = form.get("job", "all")
     if form.get("dry_run"):
         previews = page.mem.preview_maintenance(job)

@@ -1,8 +1,9 @@
 """``clawmem export`` and ``clawmem import`` for every storage format of the specifications.
 
 Registered onto the main app by ``register(app)``, replacing any ``export``/``import`` defined
-before, and built from ``cli.py``'s own helpers (global options, ``_open``, ``_emit``, the
-``_guarded`` error boundary), so the commands behave like every other ``clawmem`` command::
+before, and built from the CLI's shared helpers (``common``: global options, ``open_memory``,
+``emit``, the ``guarded`` error boundary), so the commands behave like every other ``clawmem``
+command::
 
     clawmem export --format json --out backup.json
     clawmem export --format markdown --out notes/
@@ -29,9 +30,19 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from clawmemory import private
+from clawmemory.backends.registry import open_store
+from clawmemory.config import load_settings
 from clawmemory.errors import ImportFormatError, InvalidInputError, StorageError
 from clawmemory.history.importing import HistoryImport, import_history
-from clawmemory.interfaces.cli import _emit, _globals, _guarded, _line, _open, _read_source
+from clawmemory.interfaces.cli.common import (
+    emit,
+    globals_of,
+    guarded,
+    open_memory,
+    plain,
+    read_source_text,
+)
+from clawmemory.model import Filter
 from clawmemory.portability import (
     SOURCE_ALIASES,
     SOURCES,
@@ -78,9 +89,9 @@ def register(app: typer.Typer) -> None:
     app.registered_commands = [
         c for c in app.registered_commands if _command_name(c) not in COMMANDS
     ]
-    app.command("export")(_guarded(export_cmd))
-    app.command("import", epilog=_FORMATS_EPILOG)(_guarded(import_cmd))
-    app.command("copy")(_guarded(copy_cmd))
+    app.command("export")(guarded(export_cmd))
+    app.command("import", epilog=_FORMATS_EPILOG)(guarded(import_cmd))
+    app.command("copy")(guarded(copy_cmd))
 
 
 def _command_name(info: Any) -> str | None:
@@ -139,7 +150,7 @@ def _show_progress(ctx: typer.Context, wanted: bool | None) -> bool:
     """Explicit --progress/--no-progress, else only for a person at a terminal."""
     if wanted is not None:
         return wanted
-    return not _globals(ctx).json and sys.stderr.isatty()
+    return not globals_of(ctx).json and sys.stderr.isatty()
 
 
 # --- export --------------------------------------------------------------------------------------
@@ -166,12 +177,12 @@ def export_cmd(
         if out is None:
             raise InvalidInputError("--format markdown needs --out FOLDER")
         bar_wanted = _show_progress(ctx, progress)
-        with _open(ctx, create=False, local=True) as mem, _progress_bar(bar_wanted) as bar:
+        with open_memory(ctx, create=False, local=True) as mem, _progress_bar(bar_wanted) as bar:
             count = export_markdown(mem, out, progress=bar)
         data = {"path": str(out), "format": fmt.value, "entries": count}
-        _emit(ctx, data, _line(f"exported {count} memories to {out}/"))
+        emit(ctx, data, plain(f"exported {count} memories to {out}/"))
         return
-    with _open(ctx, create=False) as mem:
+    with open_memory(ctx, create=False) as mem:
         text = mem.export_snapshot() + "\n"
         count = mem.count(include_invalid=True)
     if out is None or str(out) == "-":
@@ -182,7 +193,7 @@ def export_cmd(
     except StorageError as exc:
         raise InvalidInputError(str(exc)) from exc
     data = {"path": str(out), "format": fmt.value, "entries": count}
-    _emit(ctx, data, _line(f"exported {count} memories to {out}"))
+    emit(ctx, data, plain(f"exported {count} memories to {out}"))
 
 
 # --- import --------------------------------------------------------------------------------------
@@ -217,7 +228,7 @@ def import_cmd(
         if source not in {"sclaw", "sclaw-db"}:
             raise InvalidInputError("--messages/--no-messages only apply to --from sclaw")
         options["include_messages"] = messages
-    with _open(ctx) as mem, _progress_bar(_show_progress(ctx, progress)) as bar:
+    with open_memory(ctx) as mem, _progress_bar(_show_progress(ctx, progress)) as bar:
         report, name, history = _run_import(mem, path, source, dry_run, bar, options)
     data = {**report, "archived": report.archived, "dry_run": dry_run, "source": name,
             "format": source, "skips": report.skips}
@@ -231,8 +242,8 @@ def import_cmd(
     if history is not None:
         lines.append(_history_line(history, dry_run))
     # soft_wrap: a long path stays on its line (the terminal wraps it, not rich)
-    _emit(ctx, data, lambda console: console.print("\n".join(lines), markup=False,
-                                                   soft_wrap=True))
+    emit(ctx, data, lambda console: console.print("\n".join(lines), markup=False,
+                                                  soft_wrap=True))
 
 
 def _history_line(history: HistoryImport, dry_run: bool) -> str:
@@ -257,7 +268,7 @@ def _run_import(mem: Memory, path: str, source: str, dry_run: bool,
     if path == "-":
         if source not in {"json", "ptrclaw", "ptrclaw-json"}:
             raise InvalidInputError(f"stdin (-) holds a JSON snapshot; {source} needs a path")
-        text, name = _read_source(path)
+        text, name = read_source_text(path)
         return mem.import_snapshot(text, source=name, dry_run=dry_run), name, None
     parsed = read_source(source, path, namespace=mem.namespace, now=mem.clock(),
                   max_chars=mem.settings.storage.max_content_chars, progress=bar, **options)
@@ -292,10 +303,8 @@ def copy_cmd(
 
     Example: clawmem copy --from agent.db --to postgresql://clawmem@db.internal/memory
     """
-    from clawmemory.backends.registry import open_store
+    # Lazy for cold start: the store copy needs numpy (~0.2 s), no other command here does.
     from clawmemory.backends.transfer import COUNTED, copy_store
-    from clawmemory.config import load_settings
-    from clawmemory.model import Filter
 
     src = open_store(load_settings(db=source), create=False, read_only=True)
     try:
@@ -317,4 +326,4 @@ def copy_cmd(
     lines = [f"copied {len(report)} namespace(s); counts match:"] + [
         f"  {ns}: " + ", ".join(f"{c[k]} {k}" for k in COUNTED if c[k])
         for ns, c in report.items()]
-    _emit(ctx, {"namespaces": report}, _line("\n".join(lines)))
+    emit(ctx, {"namespaces": report}, plain("\n".join(lines)))

@@ -18,7 +18,7 @@ hold the interpreter long enough to starve the others.
 Both transports answer what the SDK alone would not: a stdio line that is not a JSON-RPC
 message gets a JSON-RPC error (-32700 or -32600) instead of silence, and a ``tools/call`` whose
 ``arguments`` is not an object gets a tool error result (``isError``) like any bad argument.
-Over HTTP (``clawmem serve``, ``interfaces/rest.py``) the Host and Origin headers are checked on
+Over HTTP (``clawmem serve``, ``interfaces/rest/``) the Host and Origin headers are checked on
 every bind address (DNS-rebinding protection), request bodies are limited (``[server]``
 settings), and once API keys exist each call works in the namespace and with the role of the
 request's key.
@@ -41,8 +41,10 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
+from clawmemory import __version__
+from clawmemory.auth import Role
 from clawmemory.errors import ClawMemoryError, ConfigError, InvalidInputError
-from clawmemory.interfaces import mcp_surface as surface
+from clawmemory.interfaces.mcp import surface
 from clawmemory.tools import DEFAULT_DIALECT, DialectTool, ToolResult, call_tool, tools_for
 from clawmemory.tools.dialects import resolve_dialect
 
@@ -157,8 +159,6 @@ def build_server(mem: Memory, dialect: str = DEFAULT_DIALECT, *,
         # Not abandoned on cancel: a write the client gave up on still finishes cleanly.
         return _as_mcp(await anyio.to_thread.run_sync(run), structured)
 
-    from clawmemory import __version__
-
     # get_tool_input_schema: the HTTP transport checks Mcp-Param headers against a tool's
     # schema; a dict lookup spares it an internal tools/list on every call.
     server = Server(SERVER_NAME, version=__version__, instructions=instructions(tools),
@@ -240,8 +240,6 @@ def _scoped(mem: Memory, ctx: Any, writes: bool) -> tuple[Memory, str | None]:
     access = scope.get("clawmem.access") if isinstance(scope, Mapping) else None
     if access is None:
         return mem, None
-    from clawmemory.auth import Role
-
     if writes and not access.allows(Role.WRITE):
         return mem, "This API key may only read: this tool changes memories."
     namespace = scope["clawmem.namespace"] if isinstance(scope, Mapping) else mem.namespace

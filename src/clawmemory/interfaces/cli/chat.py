@@ -22,15 +22,15 @@ import typer
 from clawmemory.agent import AgentReply, AgentSessions
 from clawmemory.config import load_settings
 from clawmemory.errors import ClawMemoryError, NotFoundError
-from clawmemory.interfaces.cli import (
+from clawmemory.interfaces.cli.common import (
     EXIT_USAGE,
-    _fail,
-    _globals,
-    _guarded,
-    _open,
-    _print_json,
-    _say_error,
-    _text_arg,
+    fail,
+    globals_of,
+    guarded,
+    open_memory,
+    print_json,
+    say_error,
+    text_arg,
 )
 from clawmemory.llm.base import LLM
 from clawmemory.llm.factory import close_llm, make_llm
@@ -56,12 +56,12 @@ def _warn(text: str) -> None:
 
 
 def _chat_llm(ctx: typer.Context) -> LLM:
-    g = _globals(ctx)
+    g = globals_of(ctx)
     settings = load_settings(db=g.db, namespace=g.namespace,
                              backend=g.backend.value if g.backend else None)
     llm = make_llm(settings.llm)
     if llm is None:
-        _fail(NO_LLM, EXIT_USAGE)
+        fail(NO_LLM, EXIT_USAGE)
     return llm
 
 
@@ -109,10 +109,10 @@ def chat_cmd(
     """
     llm = _chat_llm(ctx)
     try:
-        with _open(ctx, local=True) as mem, AgentSessions(
+        with open_memory(ctx, local=True) as mem, AgentSessions(
                 mem, llm, channel=CHANNEL, background=False, log_failures=False) as sessions:
             if message is not None:
-                _one_shot(ctx, sessions, session, _text_arg(message), hatch)
+                _one_shot(ctx, sessions, session, text_arg(message), hatch)
             else:
                 _loop(ctx, sessions, session, hatch)
     finally:
@@ -126,8 +126,8 @@ def _one_shot(
         sessions.agent(session).start_hatching()
     reply = sessions.process(session, text)  # an unreachable model holds the consolidations
     sessions.wait()  # a session this one completed is consolidated after the answer
-    if _globals(ctx).json:
-        _print_json({**reply.to_dict(), "consolidations": [r.to_dict() for r in sessions.runs]})
+    if globals_of(ctx).json:
+        print_json({**reply.to_dict(), "consolidations": [r.to_dict() for r in sessions.runs]})
     else:
         sys.stdout.write(reply.text + "\n")
         sys.stdout.flush()
@@ -162,7 +162,7 @@ def _loop(ctx: typer.Context, sessions: AgentSessions, session: str, hatch: bool
         try:
             reply = sessions.process(current, line.strip())
         except ClawMemoryError as exc:  # the loop goes on; the line says what failed
-            _say_error(str(exc))
+            say_error(str(exc))
             continue
         _answer(ctx, reply)
         sessions.wait()
@@ -170,7 +170,7 @@ def _loop(ctx: typer.Context, sessions: AgentSessions, session: str, hatch: bool
 
 
 def _answer(ctx: typer.Context, reply: AgentReply) -> None:
-    if _globals(ctx).json:
+    if globals_of(ctx).json:
         sys.stdout.write(json.dumps(reply.to_dict(), ensure_ascii=False) + "\n")
     else:
         sys.stdout.write(reply.text + "\n")
@@ -194,7 +194,7 @@ def _command(sessions: AgentSessions, current: str, command: str, arg: str) -> s
     elif command == "/help":
         sys.stderr.write(HELP + "\n")
     else:
-        _say_error(f"unknown command {command} (/help lists them)")
+        say_error(f"unknown command {command} (/help lists them)")
     return current
 
 
@@ -210,4 +210,4 @@ def _has_soul(sessions: AgentSessions) -> bool:
 def register(app: typer.Typer) -> None:
     """Add ``chat`` to ``app`` behind the CLI's error boundary (replacing an earlier one)."""
     app.registered_commands = [c for c in app.registered_commands if c.name != "chat"]
-    app.command("chat")(_guarded(chat_cmd))
+    app.command("chat")(guarded(chat_cmd))

@@ -1,5 +1,5 @@
 """The routes of the REST API, ``/v1``: each translates its request into one ``Memory`` call of
-the request's namespace (``rest.Service.view``) and the result into JSON; nothing more.
+the request's namespace (``common.Service.view``) and the result into JSON; nothing more.
 
 Roles: reading needs ``read``; storing, changing, forgetting one memory, linking and importing
 need ``write``; forgetting a whole namespace, maintenance and vector backfill need ``admin``.
@@ -9,8 +9,6 @@ the embedding model) never block the event loop.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Annotated, Any
@@ -19,10 +17,19 @@ from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 
+from clawmemory import __version__
 from clawmemory.auth import Access, Role
 from clawmemory.errors import ClawMemoryError, InvalidInputError
-from clawmemory.interfaces.rest import ACCESS, Service, error_response, is_web, problem
-from clawmemory.interfaces.rest_models import (
+from clawmemory.interfaces.rest.common import (
+    ACCESS,
+    Service,
+    error_response,
+    is_web,
+    problem,
+    read_cursor,
+    write_cursor,
+)
+from clawmemory.interfaces.rest.models import (
     ArchiveList,
     CorrectIn,
     Deleted,
@@ -49,7 +56,7 @@ if TYPE_CHECKING:
 
     from clawmemory.engine import Memory
 
-__all__ = ["install", "read_cursor", "write_cursor"]
+__all__ = ["install"]
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": Problem, "content": {"application/problem+json": {}}}
@@ -88,31 +95,6 @@ Admin = Annotated[Call, Depends(_need(Role.ADMIN, "this"))]
 Ref = Annotated[str, "a memory's id or key"]
 
 
-# --- cursors -------------------------------------------------------------------------------------
-def _fingerprint(query: dict[str, Any]) -> str:
-    text = json.dumps(query, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
-
-
-def write_cursor(offset: int, query: dict[str, Any]) -> str:
-    """An opaque cursor: the next offset, tied to the query it pages through."""
-    raw = json.dumps({"o": offset, "q": _fingerprint(query)}).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def read_cursor(cursor: str | None, query: dict[str, Any]) -> int:
-    if not cursor:
-        return 0
-    try:
-        data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        offset, fingerprint = int(data["o"]), data["q"]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise InvalidInputError("cursor is not one this server gave out") from exc
-    if fingerprint != _fingerprint(query) or offset < 0:
-        raise InvalidInputError("cursor belongs to another query: page with the same filters")
-    return offset
-
-
 # --- routes --------------------------------------------------------------------------------------
 router = APIRouter(prefix="/v1", responses=_ERRORS)
 
@@ -120,8 +102,6 @@ router = APIRouter(prefix="/v1", responses=_ERRORS)
 @router.get("/health", tags=["service"])
 def health() -> dict[str, str]:
     """Whether the server answers (no key needed; it says nothing about any data)."""
-    from clawmemory import __version__
-
     return {"status": "ok", "version": __version__}
 
 

@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 
-from clawmemory.errors import ClawMemoryError
+from clawmemory.errors import ClawMemoryError, NotFoundError
 from clawmemory.model import normalize_kind
+from clawmemory.tools.operations import render_record
 
 if TYPE_CHECKING:
     from clawmemory.engine import Memory
@@ -116,9 +117,6 @@ def resource_templates() -> list[types.ResourceTemplate]:
 
 def read_resource(mem: Memory, uri: str) -> types.ReadResourceResult:
     """The contents of ``uri``; NotFoundError (a ClawMemoryError) when nothing has it."""
-    from clawmemory.errors import NotFoundError
-    from clawmemory.tools.operations import render_record
-
     if uri == RECENT_URI:
         records = mem.list(limit=RECENT_COUNT, order="newest")
         text = "\n".join(render_record(r) for r in records) or "No memories yet."

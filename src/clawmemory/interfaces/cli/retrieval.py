@@ -1,6 +1,6 @@
 """CLI commands for the retrieval layer: vectors (reindex, backfill), the link graph and entities.
 
-Registered by ``cli.main()`` through ``register(app)``, like every ``cli_*`` module.
+Registered by ``app.main()`` through ``register(app)``, like every command module.
 """
 
 from __future__ import annotations
@@ -11,15 +11,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from clawmemory.interfaces.cli import (
+from clawmemory.interfaces.cli.common import (
     IdArg,
-    _emit,
-    _fields_table,
-    _guarded,
-    _line,
-    _open,
-    _print,
-    _records_table,
+    emit,
+    fields_table,
+    guarded,
+    open_memory,
+    plain,
+    records_table,
+    rendered,
 )
 
 if TYPE_CHECKING:
@@ -75,14 +75,14 @@ def reindex_cmd(ctx: typer.Context) -> None:
 
     Example: clawmem --db agent.db reindex
     """
-    with _open(ctx) as mem:
+    with open_memory(ctx) as mem:
         update, close = _progress("embedding")
         try:
             done = mem.reindex(progress=update)
         finally:
             close()
         status = mem.stats()["vectors"]
-    _emit(ctx, {"embedded": done, "vectors": status}, _line(f"embedded {done} memories"))
+    emit(ctx, {"embedded": done, "vectors": status}, plain(f"embedded {done} memories"))
 
 
 def backfill_cmd(ctx: typer.Context) -> None:
@@ -90,13 +90,13 @@ def backfill_cmd(ctx: typer.Context) -> None:
 
     Example: clawmem --db agent.db backfill
     """
-    with _open(ctx) as mem:
+    with open_memory(ctx) as mem:
         update, close = _progress("embedding")
         try:
             done = mem.backfill(progress=update)
         finally:
             close()
-    _emit(ctx, {"embedded": done}, _line(f"embedded {done} memories"))
+    emit(ctx, {"embedded": done}, plain(f"embedded {done} memories"))
 
 
 StrengthOpt = Annotated[float, typer.Option(
@@ -108,10 +108,10 @@ def link_cmd(ctx: typer.Context, a: IdArg, b: IdArg, strength: StrengthOpt = 1.0
 
     Example: clawmem link user-prefers-python project-uses-python
     """
-    with _open(ctx) as mem:
+    with open_memory(ctx) as mem:
         mem.get(a), mem.get(b)  # a clear "not found" for a missing end
         linked = mem.link(a, b, strength=strength)
-    _emit(ctx, {"linked": linked, "a": a, "b": b}, _line(f"linked {a} <-> {b}"))
+    emit(ctx, {"linked": linked, "a": a, "b": b}, plain(f"linked {a} <-> {b}"))
 
 
 def unlink_cmd(ctx: typer.Context, a: IdArg, b: IdArg) -> None:
@@ -119,10 +119,10 @@ def unlink_cmd(ctx: typer.Context, a: IdArg, b: IdArg) -> None:
 
     Example: clawmem unlink user-prefers-python project-uses-python
     """
-    with _open(ctx) as mem:
+    with open_memory(ctx) as mem:
         removed = mem.unlink(a, b)
     text = f"unlinked {a} <-> {b}" if removed else f"{a} and {b} were not linked"
-    _emit(ctx, {"unlinked": removed, "a": a, "b": b}, _line(text))
+    emit(ctx, {"unlinked": removed, "a": a, "b": b}, plain(text))
 
 
 def neighbors_cmd(
@@ -133,9 +133,9 @@ def neighbors_cmd(
 
     Example: clawmem neighbors user-prefers-python
     """
-    with _open(ctx, create=False) as mem:
+    with open_memory(ctx, create=False) as mem:
         records = mem.neighbors(id_or_key, limit)
-    _emit(ctx, [r.to_dict() for r in records], _print(lambda: _records_table(records)))
+    emit(ctx, [r.to_dict() for r in records], rendered(lambda: records_table(records)))
 
 
 def entity_cmd(
@@ -147,17 +147,17 @@ def entity_cmd(
 
     Example: clawmem entity Caroline
     """
-    with _open(ctx, create=False) as mem:
+    with open_memory(ctx, create=False) as mem:
         info = mem.entity_info(name, limit=limit)
     records = info.pop("memories")
     data = {**info, "memories": [r.to_dict() for r in records]}
 
     def render(console: Console) -> None:
-        console.print(_fields_table(info))
+        console.print(fields_table(info))
         if records:
-            console.print(_records_table(records))
+            console.print(records_table(records))
 
-    _emit(ctx, data, render)
+    emit(ctx, data, render)
 
 
 def register(app: typer.Typer) -> None:
@@ -166,4 +166,4 @@ def register(app: typer.Typer) -> None:
     for name, fn in (("reindex", reindex_cmd), ("backfill", backfill_cmd), ("link", link_cmd),
                      ("unlink", unlink_cmd), ("neighbors", neighbors_cmd),
                      ("entity", entity_cmd)):
-        app.command(name)(_guarded(fn))
+        app.command(name)(guarded(fn))

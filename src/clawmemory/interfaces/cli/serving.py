@@ -1,7 +1,7 @@
 """``clawmem mcp`` (stdio) and ``clawmem serve`` (HTTP): memory as a server.
 
 ``register(app)`` adds both to the ``clawmem`` app. They honour the global options (``--db``,
-``--namespace``, ``--backend``, ``--json``) and the error boundary of ``cli.py`` like every
+``--namespace``, ``--backend``, ``--json``) and the error boundary of ``common`` like every
 other command, open the memory once and serve until the client leaves (stdio) or the process
 is stopped (SIGINT/SIGTERM; HTTP)::
 
@@ -9,7 +9,7 @@ is stopped (SIGINT/SIGTERM; HTTP)::
     clawmem serve --port 8765        # MCP at /mcp, REST at /v1, the inspector at /
 
 ``serve`` (ADR 0016) serves the REST API, the web inspector and MCP over streamable HTTP on one
-port, behind one gate (``interfaces/rest.py``): Host/Origin checks, body limits, API keys.
+port, behind one gate (``interfaces/rest/gate.py``): Host/Origin checks, body limits, API keys.
 With no API key in the database it listens on loopback only, since an address other clients
 can reach would hand them every memory; once keys exist (``clawmem keys create``), every
 request needs one and any address may be used.
@@ -31,9 +31,15 @@ from typing import Annotated, Any
 
 import typer
 
-from clawmemory.config import ServerSettings
+from clawmemory.auth import keys_for
+from clawmemory.config import ServerSettings, load_settings
 from clawmemory.errors import ConfigError, InvalidInputError
-from clawmemory.interfaces.cli import _emit, _globals, _guarded, _open
+from clawmemory.interfaces.cli.common import (
+    emit,
+    globals_of,
+    guarded,
+    open_memory,
+)
 from clawmemory.tools.dialects import DEFAULT_DIALECT, DIALECTS, resolve_dialect
 
 __all__ = ["COMMANDS", "DEFAULT_HOST", "DEFAULT_PORT", "register"]
@@ -57,8 +63,8 @@ def register(app: typer.Typer) -> None:
     """Add ``mcp`` and ``serve`` to ``app``, replacing earlier commands of those names (so
     registering twice is harmless)."""
     app.registered_commands = [c for c in app.registered_commands if c.name not in COMMANDS]
-    app.command("mcp")(_guarded(mcp_cmd))
-    app.command("serve")(_guarded(serve_cmd))
+    app.command("mcp")(guarded(mcp_cmd))
+    app.command("serve")(guarded(serve_cmd))
 
 
 # --- commands ------------------------------------------------------------------------------------
@@ -72,9 +78,10 @@ def mcp_cmd(ctx: typer.Context, dialect: DialectOpt = DEFAULT_DIALECT,
     Example: clawmem --db ~/agent.db mcp --dialect koshi
     """
     key = _dialect(dialect)
+    # Lazy for cold start: the MCP SDK costs ~0.7 s to import, and only these commands use it.
     from clawmemory.interfaces.mcp import build_server, serve_stdio
 
-    with _open(ctx, local=True) as mem, _stop_on_sigterm():
+    with open_memory(ctx, local=True) as mem, _stop_on_sigterm():
         server = build_server(mem, key, all_tools=all_tools)
         log.info("serving MCP on stdio: dialect %s, namespace %s, database %s; %s", key,
                  mem.namespace, mem.settings.db_label(), mem.components.warm_note)
@@ -110,7 +117,7 @@ def serve_cmd(
     """
     key = _dialect(dialect)
     _fewer_malloc_arenas()  # before the first worker thread
-    from clawmemory.auth import keys_for
+    # Lazy for cold start: the MCP SDK, FastAPI and uvicorn load only when a server starts.
     from clawmemory.interfaces.mcp import build_server, is_loopback, listen, url_host
     from clawmemory.interfaces.rest import Service, build_app, serve
 
@@ -118,7 +125,7 @@ def serve_cmd(
     extra = _checked_hosts(allow_host)  # before anything is opened
     if not loopback:
         _refuse_unless_keys(ctx, host, None)
-    with _open(ctx, local=True) as mem, _stop_on_sigterm():
+    with open_memory(ctx, local=True) as mem, _stop_on_sigterm():
         keys = keys_for(mem.store_backend)
         if not loopback:
             _refuse_unless_keys(ctx, host, keys)
@@ -163,18 +170,16 @@ def _announce(ctx: typer.Context, mem: Any, base: str, dialect: str, keyed: bool
             f" {data['inspector']}; {auth}; dialect {dialect}, namespace {mem.namespace},"
             f" database {data['db']}; {data['warm_up']})")
     # one unwrapped line (rich would wrap it at 80 columns): scripts read the URL
-    _emit(ctx, data, lambda _console: typer.echo(line))
+    emit(ctx, data, lambda _console: typer.echo(line))
     sys.stdout.flush()  # a supervisor reading our stdout through a pipe sees it now
 
 
 def _refuse_unless_keys(ctx: typer.Context, host: str, keys: Any) -> None:
     """Beyond loopback, only with API keys. Called first before anything is opened (a store
     that does not exist yet holds no key), then with the opened store's keys."""
-    from clawmemory.config import load_settings
-
     why = "no API key exists"
     if keys is None:
-        g = _globals(ctx)
+        g = globals_of(ctx)
         settings = load_settings(db=g.db, backend=g.backend.value if g.backend else None)
         if settings.backend not in ("sqlite", "postgres"):
             why = f"the {settings.backend} backend cannot keep API keys"

@@ -155,7 +155,7 @@ def route_problems(ops: list[str], routes: dict[str, tuple[str, str]],
 def _served() -> set[tuple[str, str]]:
     from fastapi.routing import APIRoute
 
-    from clawmemory.interfaces.rest_routes import router
+    from clawmemory.interfaces.rest.routes import router
 
     return {(method, route.path) for route in router.routes if isinstance(route, APIRoute)
             for method in route.methods or ()}

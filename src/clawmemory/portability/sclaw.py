@@ -49,7 +49,7 @@ from clawmemory.validation import check_content, check_metadata, check_tags
 __all__ = ["read_sclaw_db"]
 
 _ROLES = frozenset({"user", "assistant"})
-# The channel of the history keys: ``clawmem chat``'s (interfaces/cli_chat.py CHANNEL), so
+# The channel of the history keys: ``clawmem chat``'s (interfaces/cli/chat.py CHANNEL), so
 # ``clawmem chat --session ID`` finds the conversation 001 kept under session ID.
 HISTORY_CHANNEL = "cli"
 _MESSAGE_EXTRAS = ("tool_calls", "tool_call_id", "name")

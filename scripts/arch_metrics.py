@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import json
 import re
+import subprocess
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -21,18 +23,20 @@ from pathlib import Path
 ROOT = "clawmemory"
 # (layer index, module prefixes): lower index = higher layer.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("interfaces", ("interfaces", "adapters", "client")),
+    ("interfaces", ("interfaces", "adapters")),
     ("agent", ("agent",)),
-    ("cognition/history", ("cognition", "history", "tools", "context", "portability",
-                           "hooks")),
-    ("core", ("core", "engine", "engine_io", "engine_service", "write_path", "components",
-              "lifecycle", "ingest", "indexing", "repair", "maintenance", "snapshot",
-              "api")),
-    ("search/entities/vectors", ("search", "entities", "vectors", "text", "provenance")),
-    ("backends", ("backends", "store", "auth")),
+    # The façade (``engine`` was its module before the redesign).
+    ("memory", ("memory", "engine")),
+    ("cognition/history/tools/context/portability/client",
+     ("cognition", "history", "tools", "context", "portability", "client")),
+    ("core", ("core", "engine_io", "engine_service", "write_path", "components", "lifecycle",
+              "ingest", "indexing", "repair", "maintenance", "provenance")),
+    ("search/auth", ("search", "auth")),
+    ("backends", ("backends", "store", "transfer")),
+    ("entities/vectors/snapshot", ("entities", "vectors", "snapshot")),
     ("providers", ("embed", "llm")),
-    ("model/config/errors", ("model", "config", "errors", "validation", "quiet", "private",
-                             "timeutil", "clock")),
+    ("api", ("api",)),
+    ("foundation", ("model", "config", "errors", "validation", "quiet", "private", "text")),
 ]
 _BACKEND_CHECK = re.compile(
     r"isinstance\([^)]*(SQLiteStore|PostgresStore|MemoryStore|JSONFileStore|NoneStore)"
@@ -55,7 +59,8 @@ def layer_of(module: str) -> int | None:
         return None
     # backends-in-disguise of the old layout: store/, vectors/<backend>, entities/<backend> ...
     if len(rest) > 1 and rest[0] in ("vectors", "entities", "history", "auth") and rest[1] in (
-            "sqlite", "postgres", "memory", "queue"):
+            "sqlite", "postgres", "memory", "queue", "base") and not (
+            rest[0] in ("vectors", "entities") and rest[1] == "base"):
         return _index("backends")
     for i, (_, prefixes) in enumerate(LAYERS):
         if rest[0] in prefixes:
@@ -82,7 +87,7 @@ class Imports(ast.NodeVisitor):
         self.generic_visit(node)
         self.depth -= 1
 
-    visit_AsyncFunctionDef = visit_FunctionDef
+    visit_AsyncFunctionDef = visit_FunctionDef  # noqa: N815 (ast.NodeVisitor's name)
 
     def visit_If(self, node: ast.If) -> None:
         test = ast.unparse(node.test)
@@ -160,7 +165,9 @@ def sccs(graph: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
-def graph_of(edges: dict[str, list[tuple[str, str, str]]], kinds: Iterable[str]) -> dict[str, set[str]]:
+def graph_of(
+    edges: dict[str, list[tuple[str, str, str]]], kinds: Iterable[str]
+) -> dict[str, set[str]]:
     kinds = set(kinds)
     return {m: {t for t, k, _ in es if k in kinds} for m, es in edges.items()}
 
@@ -213,6 +220,25 @@ def measure(src: Path) -> dict[str, object]:
     }
 
 
+def grimp_cycles(src: Path) -> dict[str, int]:
+    """The same question asked of grimp's graph (import-linter's), which counts every import:
+    top-level, type-only and inside functions. Run in a subprocess so ``src`` is the package
+    it reads."""
+    code = (
+        "import grimp, json, sys\n"
+        "sys.setrecursionlimit(10000)\n"
+        f"g = grimp.build_graph({ROOT!r}, cache_dir=None)\n"
+        "adj = {m: set(g.find_modules_directly_imported_by(m)) & g.modules for m in g.modules}\n"
+        "print(json.dumps({m: sorted(t) for m, t in adj.items()}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={"PYTHONPATH": str(src.parent)}, check=True)
+    graph = {m: set(t) for m, t in json.loads(done.stdout).items()}
+    cycles = sccs(graph)
+    return {"grimp_cycles": len(cycles), "grimp_modules_in_cycles": sum(map(len, cycles)),
+            "grimp_largest_cycle": max(map(len, cycles), default=0)}
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--src", default=str(Path(__file__).resolve().parent.parent / "src" / ROOT))
@@ -220,6 +246,8 @@ def main() -> None:
     p.add_argument("--details", action="store_true", help="list the offending imports")
     a = p.parse_args()
     m = measure(Path(a.src))
+    with contextlib.suppress(OSError, subprocess.CalledProcessError):  # no grimp installed
+        m.update(grimp_cycles(Path(a.src)))
     if a.json:
         print(json.dumps(m, indent=2))
         return

@@ -23,7 +23,8 @@ from clawmemory.config import URL_SCHEME, Settings, check_backend, default_home
 from clawmemory.config import Backend as BackendName
 from clawmemory.errors import ConfigError
 
-__all__ = ["BACKENDS", "PACKAGES", "BackendPackage", "backend_of", "open_store"]
+__all__ = ["BACKENDS", "PACKAGES", "BackendPackage", "backend_of", "no_keys_before_opening",
+           "open_store"]
 
 log = logging.getLogger("clawmemory")
 # The backend packages, by the name settings use. Each is imported only when a store of its
@@ -62,6 +63,16 @@ def backend_of(store: Store) -> Backend:
         if found is None:
             found = _BUNDLES[store] = package(store.backend).parts(store)
         return found
+
+
+def no_keys_before_opening(settings: Settings) -> str | None:
+    """Why the store ``settings`` name cannot hold an API key, known without opening it (a
+    backend that keeps none, a file not created yet); None when only opening it can tell."""
+    if settings.backend not in ("sqlite", "postgres"):
+        return f"the {settings.backend} backend cannot keep API keys"
+    if settings.backend == "sqlite" and not settings.resolved_db().exists():
+        return "no API key exists (there is no database yet)"
+    return None
 
 
 def open_store(settings: Settings, *, create: bool = True, read_only: bool = False) -> Store:

@@ -32,6 +32,7 @@ from typing import Annotated, Any
 import typer
 
 from clawmemory.auth import keys_for
+from clawmemory.backends.registry import no_keys_before_opening
 from clawmemory.config import ServerSettings, load_settings
 from clawmemory.errors import ConfigError, InvalidInputError
 from clawmemory.interfaces.cli.common import (
@@ -181,12 +182,10 @@ def _refuse_unless_keys(ctx: typer.Context, host: str, keys: Any) -> None:
     if keys is None:
         g = globals_of(ctx)
         settings = load_settings(db=g.db, backend=g.backend.value if g.backend else None)
-        if settings.backend not in ("sqlite", "postgres"):
-            why = f"the {settings.backend} backend cannot keep API keys"
-        elif settings.backend == "sqlite" and not settings.resolved_db().exists():
-            why = "no API key exists (there is no database yet)"
-        else:
+        reason = no_keys_before_opening(settings)
+        if reason is None:
             return  # open the store and look
+        why = reason
     elif keys.required():
         return
     raise ConfigError(

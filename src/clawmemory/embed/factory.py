@@ -6,8 +6,10 @@ import importlib.util
 from collections.abc import Callable
 from pathlib import Path
 
+from clawmemory.embed import model_files as files
 from clawmemory.embed.base import Embedder, EmbedProvider
 from clawmemory.embed.cache import DEFAULT_QUERY_CACHE_SIZE, CachedEmbedder
+from clawmemory.embed.onnx import OnnxEmbedder, onnx_file
 from clawmemory.errors import ConfigError
 
 __all__ = ["RUNTIMES", "LocalOptions", "make_embedder"]
@@ -83,9 +85,9 @@ def _build(
     dimensions: int | None,
     batch_size: int | None,
 ) -> Embedder | None:
-    # Implementations are imported only when chosen.
     if kind is EmbedProvider.NONE:
         return None
+    # Imported only when chosen: the HTTP embedders load httpx and numpy.
     from clawmemory.embed.http import OllamaEmbedder, OpenAIEmbedder
 
     cls = OpenAIEmbedder if kind is EmbedProvider.OPENAI else OllamaEmbedder
@@ -96,14 +98,14 @@ def _build(
 def _local(model: str | None, dims: int | None, batch: int, opts: LocalOptions) -> Embedder:
     """The local embedder: nothing is loaded here, only where its files will come from is
     decided (ADR 0013), so a model that cannot be had is a ConfigError now."""
-    from clawmemory.embed import model_files as files
+    # Imported here: the torch runtime's module loads numpy, which a store that never embeds
+    # (a keyword-only command) must not pay for.
     from clawmemory.embed.local import (
         DEFAULT_LOCAL_MODEL,
         LocalEmbedder,
         canonical_name,
         default_threads,
     )
-    from clawmemory.embed.onnx import OnnxEmbedder, onnx_file
 
     name = canonical_name(model)
     if opts.runtime == "torch":

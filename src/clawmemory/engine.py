@@ -14,8 +14,11 @@ from typing import Any, cast
 
 from clawmemory.backends.base import ORDERS, ArchiveEntry, Store
 from clawmemory.backends.registry import open_store
-from clawmemory.components import Components
 from clawmemory.config import Settings, load_settings
+from clawmemory.core.composition import Parts, StoreParts, compose, compose_store
+from clawmemory.core.legacy import Components
+from clawmemory.core.vectors import VectorWrites
+from clawmemory.embed.base import Embedder
 from clawmemory.engine_io import ImportReport, PortabilityMixin
 from clawmemory.engine_service import ServiceMixin
 from clawmemory.errors import ClawMemoryError, InvalidInputError, NotFoundError
@@ -29,17 +32,14 @@ from clawmemory.model import (
     kind_policy,
     normalize_kind,
 )
+from clawmemory.portability.markdown import MarkdownMirror
 from clawmemory.search.pipeline import RecallRequest, Retriever
-from clawmemory.snapshot import new_id
 from clawmemory.validation import (
     check_content,
     check_filter,
     check_flag,
     check_key,
-    check_label,
-    check_labels,
     check_limit,
-    check_metadata,
     check_namespace,
     check_offset,
     check_query,
@@ -49,7 +49,6 @@ from clawmemory.validation import (
     check_time,
     check_weight,
 )
-from clawmemory.write_path import WritePathMixin
 
 __all__ = ["ImportReport", "Memory"]
 
@@ -58,13 +57,7 @@ _UNSET: Any = object()
 _MODES = ("auto", "keyword", "vector", "hybrid")
 
 
-def _confidence(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        raise InvalidInputError("confidence must be a number between 0 and 1")
-    return float(value)
-
-
-class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
+class Memory(PortabilityMixin, ServiceMixin):
     """Long-term memory for one namespace (tenant) over one store.
 
     >>> with Memory.open("/tmp/demo.db") as mem:           # doctest: +SKIP
@@ -79,21 +72,36 @@ class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
         *,
         namespace: str = "default",
         clock: Callable[[], float] = time.time,
-        embedder: Any = _UNSET,
+        embedder: Embedder | None = _UNSET,
         components: Components | None = None,
+        shared: StoreParts | None = None,
+        vector_writes: VectorWrites = "sync",
     ) -> None:
         """Wrap an open store. ``embedder``: an ``Embedder``, None for keyword recall only, or
-        omitted to build the one named in settings (lazily, on first use)."""
+        omitted to build the one named in settings (lazily, on first use). ``shared``: the
+        parts of this store another view already built (``components``: its deprecated
+        name). ``vector_writes``: "sync" (a write embeds right after it commits) or "queue"
+        (writes only queue their vectors, for one-shot commands that should not load a
+        model)."""
         self.store_backend = store
         self.settings = settings or Settings()
         self.namespace = check_namespace(namespace)
         self.clock = clock
-        self.components = components or Components(
-            store,
-            self.settings,
-            embedder=None if embedder is _UNSET else embedder,
-            embedder_given=embedder is not _UNSET,
-        )
+        if shared is None and components is not None:
+            shared = components.shared
+        if shared is None:
+            shared = compose_store(
+                store, self.settings, embedder=None if embedder is _UNSET else embedder,
+                embedder_given=embedder is not _UNSET, vector_writes=vector_writes,
+                mirror_factory=MarkdownMirror)
+        self.parts: Parts = compose(shared, self.settings, self.namespace, clock)
+        self._writes = self.parts.writes
+
+    @property
+    def components(self) -> Components:
+        """Deprecated: the store's shared parts under their old name (``parts`` replaces
+        it); kept for one release."""
+        return Components(self.parts.shared)
 
     @classmethod
     def open(
@@ -108,6 +116,7 @@ class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
         create: bool = True,
         read_only: bool = False,
         api_key: str | None = None,
+        vector_writes: VectorWrites = "sync",
     ) -> Memory:
         """Open (creating if needed) a memory store. With no path, the default location under
         the user's home (``~/.clawmemory/memory.db``) or ``CLAWMEM_DB`` is used.
@@ -143,6 +152,7 @@ class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
             namespace=settings.namespace,
             clock=clock,
             embedder=embedder,
+            vector_writes=vector_writes,
         )
 
     def warm_up(self) -> str:
@@ -151,8 +161,8 @@ class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
         namespace a few hundred milliseconds), and start embedding whatever waits in the vector
         queue (in the background). Blocks until loaded; returns a line for the server's log."""
         started = time.perf_counter()
-        if self.components.vectors() is None:
-            note = f"keyword recall only ({self.components.vector_status()})"
+        if self.parts.vectors.vectors() is None:
+            note = f"keyword recall only ({self.parts.vectors.vector_status()})"
         else:
             try:
                 # One recall that counts nothing reads the namespace's vectors and its centre,
@@ -167,14 +177,15 @@ class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
                 stem("warming")
             except ClawMemoryError:
                 log.debug("warm-up recall failed", exc_info=True)
-            note = (f"embedder {self.components.embedder.name} warmed up in"
+            embedder = self.parts.vectors.embedder
+            note = (f"embedder {embedder.name if embedder else 'none'} warmed up in"
                     f" {time.perf_counter() - started:.2f} s")
-            worker = self.components.worker()
-            waiting = self.components.queued(None)
+            worker = self.parts.vectors.worker()
+            waiting = self.parts.vectors.queued(None)
             if worker is not None and waiting:
                 worker.sweep()
                 note += f"; embedding {waiting} queued memories in the background"
-        self.components.warm_note = note
+        self.parts.vectors.warm_note = note
         return note
 
     def with_namespace(self, namespace: str) -> Memory:
@@ -184,7 +195,7 @@ class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
             self.settings,
             namespace=namespace,
             clock=self.clock,
-            components=self.components,
+            shared=self.parts.shared,
         )
 
     def close(self) -> None:
@@ -193,7 +204,7 @@ class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
         from clawmemory.search.access import close_tracker
 
         close_tracker(self.store_backend)  # queued access counts first (search/access.py)
-        self.components.close()
+        self.parts.vectors.close()
         self.store_backend.close()
 
     def flush(self) -> None:
@@ -234,7 +245,7 @@ class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
     ) -> str:
         """Store a memory and return its id. With a ``key`` that already exists in this
         namespace, that memory is updated in place (upsert — 000) and keeps its id."""
-        record = self._new_record(
+        record = self._writes.new_record(
             content,
             key=key,
             kind=kind,
@@ -247,7 +258,7 @@ class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
             source_ids=source_ids,
             confidence=confidence,
         )
-        return self._write([record])[0].id
+        return self._writes.write([record])[0].id
 
     def store_many(
         self, items: Iterable[Mapping[str, Any]], *, batch_size: int | None = None
@@ -276,7 +287,7 @@ class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
                 "confidence": 1.0,
                 **item,
             }
-            batch.append(self._new_record(fields.pop("content"), **fields))
+            batch.append(self._writes.new_record(fields.pop("content"), **fields))
             if len(batch) >= size:
                 ids.extend(self._store_batch(batch))
                 batch = []
@@ -284,53 +295,7 @@ class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
         return ids
 
     def _store_batch(self, records: builtins.list[MemoryRecord]) -> builtins.list[str]:
-        return [r.id for r in self._write(records)] if records else []
-
-    def _mirror(
-        self, written: Sequence[MemoryRecord] = (), removed: Sequence[MemoryRecord] = ()
-    ) -> None:
-        """Write changes through to the Markdown mirror, if one is configured. The database
-        is the source of truth: a failed mirror write is logged, not raised."""
-        mirror = self.components.mirror(self.namespace)
-        if mirror is None:
-            return
-        try:
-            for r in written:
-                mirror.write(r)
-            for r in removed:
-                mirror.remove(r)
-        except ClawMemoryError as exc:
-            log.warning("markdown mirror: %s (`clawmem export --format markdown` rebuilds it)", exc)
-
-    def _new_record(self, content: str, **fields: Any) -> MemoryRecord:
-        cfg = self.settings.storage
-        now = self.clock()
-        kind = normalize_kind(fields.pop("kind"))
-        return MemoryRecord(
-            id=new_id(),
-            content=check_content(content, cfg.max_content_chars),
-            namespace=self.namespace,
-            key=check_key(fields.pop("key"), cfg.max_key_chars),
-            kind=kind,
-            tags=check_tags(fields.pop("tags")),
-            metadata=self._metadata(fields.pop("metadata")),
-            event_time=check_time(fields.pop("event_time"), "event_time"),
-            source_ids=check_labels(fields.pop("source_ids"), "source_ids"),
-            session_id=check_label(fields.pop("session_id"), "session_id"),
-            source=check_label(fields.pop("source"), "source"),
-            source_role=check_label(fields.pop("source_role"), "source_role"),
-            created_at=now,
-            updated_at=now,
-            stored_at=now,
-            last_accessed=now,  # 000: last_accessed is updated on store
-            decay_rate=kind_policy(kind).decay_rate,
-            confidence=_confidence(fields.pop("confidence")),
-            **fields,
-        )
-
-    def _metadata(self, metadata: Any) -> dict[str, Any]:
-        cfg = self.settings.storage
-        return check_metadata(metadata, cfg.max_metadata_chars, cfg.max_metadata_depth)
+        return [r.id for r in self._writes.write(records)] if records else []
 
     def _filter(self, **fields: Any) -> Filter:
         """A checked filter; the time arguments (``since``, ``until``, ``created_since``,
@@ -377,7 +342,7 @@ class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
         if tags is not None:
             changes["tags"] = check_tags(tags)
         if metadata is not None:
-            changes["metadata"] = self._metadata(metadata)
+            changes["metadata"] = self._writes.metadata(metadata)
         if kind is not None:
             changes["kind"] = normalize_kind(kind)
             if changes["kind"] != current.kind and current.decay_rate > 0:
@@ -392,13 +357,13 @@ class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
             changes["event_time"] = check_time(event_time, "event_time")
         updated = current.evolve(**changes)
         text_changed = updated.content != current.content or updated.key != current.key
-        mentions = self._mentions([updated]) if "content" in changes else []
-        with self._transaction():
+        mentions = self._writes.mentions([updated]) if "content" in changes else []
+        with self._writes.transaction():
             self.store_backend.replace(updated)
-            entries = self._derive([(updated, False)], mentions) if text_changed else []
-        self._mirror([updated])
+            entries = self._writes.derive([(updated, False)], mentions) if text_changed else []
+        self._writes.mirror([updated])
         if text_changed:
-            self._fill([updated], entries, {})
+            self._writes.fill([updated], entries, {})
         return updated
 
     def forget(self, id_or_key: str) -> Forgotten:
@@ -424,7 +389,7 @@ class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
         ids = [r.id for r in plan.removed]
         self.store_backend.delete(self.namespace, ids)
         self._unindex(ids)
-        self._mirror(removed=plan.removed)
+        self._writes.mirror(removed=plan.removed)
         self._scrub_response_cache()
         reopened = self._reopen_sessions(plan.survivors) if plan.derived else ()
         done = Forgotten(record, tuple(r.id for r in plan.versions[1:]),
@@ -457,28 +422,28 @@ class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
         scrub_file(self.settings.llm.resolved_cache_path())
 
     def _unindex(self, ids: Sequence[str]) -> None:
-        vectors = self.components.loaded_vectors()  # never load a model just to forget
+        vectors = self.parts.vectors.loaded_vectors()  # never load a model just to forget
         if vectors is not None:
             vectors.forget(self.namespace, ids)
-        layer = self.components.entity_layer()
+        layer = self.parts.entities.layer()
         if layer is not None:
             for mid in ids:
-                layer[0].unlink_memory(self.namespace, mid)
+                layer.entity_index.unlink_memory(self.namespace, mid)
 
     def forget_namespace(self) -> int:
         """Remove this whole tenant: records, links, entities, history, archive."""
         removed = self.store_backend.delete_namespace(self.namespace)
-        self.components.forget_namespace_state(self.namespace)
+        self.parts.shared.forget_namespace_state(self.namespace)
         self._scrub_response_cache()
-        mirror = self.components.mirror(self.namespace)
+        mirror = self.parts.shared.mirrors.of(self.namespace)
         if mirror is not None:
             mirror.sync([])
-        vectors = self.components.loaded_vectors()
+        vectors = self.parts.vectors.loaded_vectors()
         if vectors is not None:
             vectors.drop_namespace(self.namespace)
-        layer = self.components.entity_layer()
+        layer = self.parts.entities.layer()
         if layer is not None:
-            layer[0].drop_namespace(self.namespace)
+            layer.entity_index.drop_namespace(self.namespace)
         return removed
 
     # --- the archive (003) ---------------------------------------------------------------------
@@ -504,7 +469,7 @@ class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
         current = self.get(id_or_key)
         updated = current.evolve(score=current.score + w, last_accessed=self.clock())
         self.store_backend.replace(updated)
-        self._mirror([updated])
+        self._writes.mirror([updated])
         return updated
 
     def demote(self, id_or_key: str, weight: int | None = None) -> MemoryRecord:
@@ -513,7 +478,7 @@ class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
         current = self.get(id_or_key)
         updated = current.evolve(score=current.score - w)
         self.store_backend.replace(updated)
-        self._mirror([updated])
+        self._writes.mirror([updated])
         return updated
 
     def confirm(self, id_or_key: str) -> MemoryRecord:
@@ -521,7 +486,7 @@ class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
         current = self.get(id_or_key)
         updated = current.evolve(decay_rate=0.0, confidence=1.0, updated_at=self.clock())
         self.store_backend.replace(updated)
-        self._mirror([updated])
+        self._writes.mirror([updated])
         return updated
 
     def correct(
@@ -542,7 +507,7 @@ class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
         meta = dict(old.metadata)
         if reason:
             meta["correction_reason"] = reason
-        new = self._new_record(
+        new = self._writes.new_record(
             new_content,
             key=None,
             kind=old.kind,
@@ -557,12 +522,12 @@ class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
         )
         new = correction_of(old, new)
         retired = old.evolve(valid_until=now, key=None, updated_at=now)
-        mentions = self._mentions([new])
-        with self._transaction():  # the retired and the new version together: never neither
+        mentions = self._writes.mentions([new])
+        with self._writes.transaction():  # the retired and the new version together: never neither
             new = self.store_backend.supersede(retired, new)
-            entries = self._derive([(new, True)], mentions)
-        self._mirror([retired, new])
-        self._fill([new], entries, {})
+            entries = self._writes.derive([(new, True)], mentions)
+        self._writes.mirror([retired, new])
+        self._writes.fill([new], entries, {})
         return new
 
     def history(self, id_or_key: str) -> builtins.list[MemoryRecord]:
@@ -717,39 +682,40 @@ class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
         mode = (mode or self.settings.recall.mode).lower()
         if mode == "keyword":
             return mode
-        available = self.components.vectors() is not None
+        available = self.parts.vectors.vectors() is not None
         if mode == "auto":
             return "hybrid" if available else "keyword"
         if not available:
             raise InvalidInputError(
-                f"{mode} recall needs vectors: {self.components.vector_status()}"
+                f"{mode} recall needs vectors: {self.parts.vectors.vector_status()}"
             )
         return mode
 
     def _retriever(self, mode: str) -> Retriever:
         # Keyword recall never loads the embedding model (a cold `clawmem recall --mode
         # keyword` must not pay for it).
-        vectors = None if mode == "keyword" else self.components.vectors()
+        vectors = None if mode == "keyword" else self.parts.vectors.vectors()
         return Retriever(
             self.store_backend,
             self.settings.recall,
             time_cfg=self.settings.time,
             vectors=vectors,
-            embed_query=self.components.embed_query if vectors is not None else None,
-            entity_search=self._entity_search if self.components.entity_layer() else None,
+            embed_query=self.parts.vectors.embed_query if vectors is not None else None,
+            entity_search=self._entity_search if self.parts.entities.layer() else None,
         )
 
     def _entity_search(
         self, namespace: str, query: str, limit: int
     ) -> builtins.list[tuple[str, str, float]]:
-        layer = self.components.entity_layer()
+        layer = self.parts.entities.layer()
         if layer is None:
             return []
         from clawmemory.entities import candidate_names
 
         index, ner = layer
         names = candidate_names(query, ner)
-        return [tuple(h) for h in index.search(namespace, names, limit)] if names else []
+        hits = index.search(namespace, names, limit) if names else []
+        return [(h.memory_id, h.entity_name, h.score) for h in hits]
 
     def _after_recall(self, hits: Sequence[Hit], now: float) -> None:
         """Side effects of a recall: access bookkeeping (queued for a background write, see
@@ -782,6 +748,6 @@ class Memory(WritePathMixin, PortabilityMixin, ServiceMixin):
             "newest": s.newest,
             "oldest": s.oldest,
             "size_bytes": s.size_bytes,
-            "vectors": self.components.vector_status(),
-            "vectors_queued": self.components.queued(self.namespace),
+            "vectors": self.parts.vectors.vector_status(),
+            "vectors_queued": self.parts.vectors.queued(self.namespace),
         }

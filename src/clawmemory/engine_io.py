@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from clawmemory.entities.base import with_source_entities
@@ -15,8 +14,8 @@ from clawmemory.snapshot import dump_snapshot, parse_snapshot
 
 if TYPE_CHECKING:
     from clawmemory.backends.base import Store
-    from clawmemory.components import Components
     from clawmemory.config import Settings
+    from clawmemory.core.composition import Parts
     from clawmemory.engine import Memory
 
 __all__ = ["ALREADY_PRESENT", "ImportReport", "PortabilityMixin"]
@@ -29,33 +28,9 @@ class PortabilityMixin:
     settings: Settings
     namespace: str
     clock: Callable[[], float]
-    components: Components
+    parts: Parts
 
     if TYPE_CHECKING:
-
-        def _transaction(self) -> AbstractContextManager[Any]: ...
-
-        def _mentions(self, records: Sequence[MemoryRecord]) -> builtins.list[Any]: ...
-
-        def _derive(self, results: Sequence[tuple[MemoryRecord, bool]],
-                    mentions: Sequence[Any]) -> builtins.list[tuple[str, str, int, int]]: ...
-
-        def _fill(self, records: Sequence[MemoryRecord],
-                  entries: Sequence[tuple[str, str, int, int]],
-                  preceding: dict[str, builtins.list[MemoryRecord]], *,
-                  background: bool = False) -> None: ...
-
-        def _preceding(
-            self, records: Sequence[MemoryRecord]
-        ) -> builtins.list[builtins.list[MemoryRecord]]: ...
-
-        def _sequence_links(
-            self, records: Sequence[MemoryRecord],
-            preceding: Sequence[Sequence[MemoryRecord]],
-        ) -> builtins.list[tuple[str, str, float, str]]: ...
-
-        def _mirror(self, written: Sequence[MemoryRecord] = (),
-                    removed: Sequence[MemoryRecord] = ()) -> None: ...
 
         def with_namespace(self, namespace: str) -> Memory: ...
 
@@ -110,7 +85,7 @@ class PortabilityMixin:
         present = len(records) - len(fresh)
         skipped = present + len(parsed.skipped)
         if dry_run:  # the counts the import would have; the store is only read
-            chained = self._sequence_links(fresh, self._preceding(fresh))
+            chained = self.parts.writes.sequence_links(fresh, self.parts.writes.preceding(fresh))
             return ImportReport(created=len(fresh), skipped=skipped,
                                 links=len(parsed.links) + len(chained),
                                 skips=parsed.skipped, present=present,
@@ -119,22 +94,22 @@ class PortabilityMixin:
             return ImportReport(created=0, skipped=skipped, links=0, skips=parsed.skipped,
                                 present=present)
         links_before = self.store_backend.stats(self.namespace).links
-        mentions = self._mentions(fresh)
+        mentions = self.parts.writes.mentions(fresh)
         if mentions and parsed.entities:  # the source's own typed entities join the NER's
             mentions = [with_source_entities(r.content, m, parsed.entities.get(r.id, ()))
                         for r, m in zip(fresh, mentions, strict=True)]
         # Records, links, entity links and vector-queue rows: all or nothing.
-        with self._transaction():
-            preceding = self._preceding(fresh)
+        with self.parts.writes.transaction():
+            preceding = self.parts.writes.preceding(fresh)
             results = self.store_backend.put_many(
                 fresh, skip_existing_keys=True,
-                links=[*parsed.links, *self._sequence_links(fresh, preceding)])
+                links=[*parsed.links, *self.parts.writes.sequence_links(fresh, preceding)])
             created = [(i, r) for i, (r, was_created) in enumerate(results) if was_created]
-            entries = self._derive([(r, True) for _, r in created],
+            entries = self.parts.writes.derive([(r, True) for _, r in created],
                                    [mentions[i] for i, _ in created] if mentions else [])
             archived = self._archive_imported([r for _, r in created], parsed.archived)
         new = [r for _, r in created if r.id not in archived]
-        self._mirror(new)
+        self.parts.writes.mirror(new)
         links = self.store_backend.stats(self.namespace).links - links_before
         before = {fresh[i].id: p for i, p in enumerate(preceding) if p}
         self._index_imported(new, [e for e in entries if e[1] not in archived], before, progress)
@@ -190,7 +165,8 @@ class PortabilityMixin:
         queued = {e[1]: e for e in entries}
         for i in range(0, len(records), size):
             batch = records[i : i + size]
-            self._fill(batch, [queued[r.id] for r in batch if r.id in queued], preceding)
+            entries = [queued[r.id] for r in batch if r.id in queued]
+            self.parts.writes.fill(batch, entries, preceding)
             if progress:
                 progress(min(i + size, len(records)), len(records))
 
@@ -201,7 +177,7 @@ class PortabilityMixin:
         """Drop every stored vector and embed all memories again with the current embedder
         (after a model change). The model is locked per database, so this covers every
         namespace in the store, not just this one. Returns how many were embedded."""
-        vectors = self.components.reset_vectors()
+        vectors = self.parts.vectors.reset_vectors()
         views = [self.with_namespace(ns) for ns in self.store_backend.namespaces()]
         total = sum(v.store_backend.count(v.namespace, Filter()) for v in views)
         done = 0
@@ -220,9 +196,9 @@ class PortabilityMixin:
         """Embed the memories that have no vector yet: those queued (stored by a process that
         did not load the model, or killed before it stored the vector) and any other without
         one (stored while no embedder worked). Returns how many were embedded."""
-        vectors = self.components.vectors()
+        vectors = self.parts.vectors.vectors()
         if vectors is None:
-            raise InvalidInputError(self.components.vector_status())
+            raise InvalidInputError(self.parts.vectors.vector_status())
         total = self.store_backend.count(self.namespace, Filter())
         return self._embed_missing(
             vectors, total - vectors.count(self.namespace), progress, batch_size
@@ -240,19 +216,19 @@ class PortabilityMixin:
         self, vectors: Any, total: int, progress: Callable[[int, int], None] | None, batch_size: int
     ) -> int:
         done = 0
-        queue = self.components.vector_queue()
+        queue = self.parts.vectors.vector_queue()
         if queue is not None:  # queued first: their rows come off the queue with the vector
-            from clawmemory.indexing import fill_vectors
+            from clawmemory.core.indexing import fill_vectors
 
             after = 0
             while rows := queue.pending(self.namespace, batch_size, after=after):
-                done += fill_vectors(self.components, queue, rows)
+                done += fill_vectors(self.parts.vectors, queue, rows)
                 after = rows[-1][2]
                 if progress:
                     progress(done, max(total, done))
         while ids := vectors.missing(self.namespace, batch_size):
             records = self.store_backend.get_many(self.namespace, ids)
-            embedded = self.components.embed_documents(records)
+            embedded = self.parts.vectors.embed_documents(records)
             vectors.upsert(self.namespace, embedded)
             done += len(records)
             if progress:

@@ -13,7 +13,7 @@ from clawmemory.validation import check_label, check_limit, check_ref, check_str
 
 if TYPE_CHECKING:
     from clawmemory.backends.base import Link, RunRecord, Store
-    from clawmemory.components import Components
+    from clawmemory.core.composition import Parts
     from clawmemory.engine import Memory
     from clawmemory.model import MemoryRecord
 
@@ -35,7 +35,7 @@ class ServiceMixin:
 
     store_backend: Store
     namespace: str
-    components: Components
+    parts: Parts
 
     if TYPE_CHECKING:
 
@@ -82,10 +82,10 @@ class ServiceMixin:
         """The entities a memory mentions (id, name, type, aliases, mention_count); [] when
         the entity layer is off."""
         record = self.get(id_or_key)
-        layer = self.components.entity_layer()
+        layer = self.parts.entities.layer()
         if layer is None:
             return []
-        found = layer[0].entities_of(self.namespace, [record.id]).get(record.id, [])
+        found = layer.entity_index.entities_of(self.namespace, [record.id]).get(record.id, [])
         return [{"id": p.id, "name": p.canonical_name, "type": str(p.type),
                  "aliases": list(p.aliases), "mention_count": p.mention_count} for p in found]
 
@@ -127,7 +127,7 @@ class ServiceMixin:
         type, aliases, mention count) and the memories that mention it, newest first."""
         name = check_ref(name, "entity name")
         limit = check_limit(limit)
-        layer = self.components.entity_layer()
+        layer = self.parts.entities.layer()
         index = layer[0] if layer is not None else None
         profile = index.profile(self.namespace, name) if index is not None else None
         if index is None or profile is None:

@@ -88,11 +88,11 @@ def observe(mem: Memory, role: str, content: str, session_id: str) -> str:
     sid = _session(session_id)
     check_content(content, mem.settings.storage.max_content_chars)
     register_session(mem, sid)
-    record = mem._new_record(
+    record = mem.parts.writes.new_record(
         content, key=None, kind="episode", tags=(), metadata=None, session_id=sid,
         event_time=mem.clock(), source=EPISODE_SOURCE, source_role=role.strip(), source_ids=(),
         confidence=1.0,
     )
     # Returns once the episode, its links and its queue row are committed: the vector follows
     # in the background worker (ADR 0013), keyword recall sees the episode at once.
-    return mem._write([record], background=True)[0].id
+    return mem.parts.writes.write([record], background=True)[0].id

@@ -167,15 +167,15 @@ def _chunks(ids: Sequence[str]) -> Iterator[Sequence[str]]:
 
 
 def _forget_derived(mem: Memory, ids: Sequence[str]) -> None:
-    """Drop what the engine's components keep for these memories (cached or in-RAM vectors,
+    """Drop what the engine keeps for these memories (cached or in-RAM vectors,
     entity links of the in-memory index); the store drops its own rows."""
-    vectors = mem.components.loaded_vectors()  # never load a model just to forget
+    vectors = mem.parts.vectors.loaded_vectors()  # never load a model just to forget
     if vectors is not None:
         vectors.forget(mem.namespace, ids)
-    layer = mem.components.entity_layer()
+    layer = mem.parts.entities.layer()
     if layer is not None:
         for mid in ids:
-            layer[0].unlink_memory(mem.namespace, mid)
+            layer.entity_index.unlink_memory(mem.namespace, mid)
 
 
 def _apply(mem: Memory, changes: Sequence[Change]) -> None:
@@ -195,7 +195,7 @@ def _apply(mem: Memory, changes: Sequence[Change]) -> None:
                 store.delete(ns, part)
             _forget_derived(mem, part)
     if leaving:
-        mem._mirror(removed=leaving)  # the Markdown mirror shows the live set
+        mem.parts.writes.mirror(removed=leaving)  # the Markdown mirror shows the live set
 
 
 class _View:
@@ -434,15 +434,16 @@ def restore(mem: Memory, id_: str) -> MemoryRecord:
     if archived is None or archived.id != id_:
         raise missing
     # An invalidated memory comes back invalidated, with no search rows.
-    mentions = mem._mentions([archived]) if archived.is_valid else []
-    with mem._transaction():  # the record, its entity links and its vector-queue row together
+    mentions = mem.parts.writes.mentions([archived]) if archived.is_valid else []
+    # The record, its entity links and its vector-queue row together.
+    with mem.parts.writes.transaction():
         record = mem.store_backend.restore(mem.namespace, id_)
         if record is None:
             raise missing
         record = record.evolve(stored_at=mem.clock())
         mem.store_backend.replace(record)
-        entries = mem._derive([(record, True)], mentions) if record.is_valid else []
+        entries = mem.parts.writes.derive([(record, True)], mentions) if record.is_valid else []
     if record.is_valid:
-        mem._fill([record], entries, {})
-    mem._mirror([record])
+        mem.parts.writes.fill([record], entries, {})
+    mem.parts.writes.mirror([record])
     return record

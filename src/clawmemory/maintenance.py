@@ -193,7 +193,7 @@ def _enrich_candidates(mem: Memory, ctx: JobContext) -> tuple[Any, Any, list[Mem
     """The accurate NER pipeline, the entity index and the memories a run would enrich."""
     from clawmemory.entities import accurate_extra, make_pipeline
 
-    layer = mem.components.entity_layer()
+    layer = mem.parts.entities.layer()
     if layer is None:
         raise Skipped("skipped: entities are off for this store")
     accurate = make_pipeline("accurate", llm=_usable_llm(ctx))
@@ -247,7 +247,7 @@ def _preview_repair(mem: Memory, ctx: JobContext) -> lifecycle.Report:
     """What repair will embed; the links it rebuilds are found by the run itself (it reads
     each session's turns), and none of them changes a memory. On PostgreSQL: whether it will
     purge forgotten text from the server's files (``purge_pending``)."""
-    counts = {"vectors_queued": mem.components.queued(None)}
+    counts = {"vectors_queued": mem.parts.vectors.queued(None)}
     pending = getattr(mem.store_backend, "purge_pending", None)
     if callable(pending) and pending():
         counts["purge_pending"] = 1

@@ -72,7 +72,7 @@ def _set_mark(store: Rows, head: int) -> None:
 
 
 def _vectors(mem: Memory) -> int:
-    if mem.components.vectors() is None:
+    if mem.parts.vectors.vectors() is None:
         return 0  # no embedder here: the queue waits for a process that has one
     done = 0
     for ns in mem.store_backend.namespaces():
@@ -93,7 +93,7 @@ def _mark(store: Rows) -> int:
 
 def _entities(mem: Memory, store: Rows, mark: int, head: int) -> int:
     """Link memories in (mark, head] that have no entity link; returns how many got some."""
-    layer = mem.components.entity_layer()
+    layer = mem.parts.entities.layer()
     if layer is None:
         return 0
     index, ner = layer
@@ -124,7 +124,7 @@ def _chains(mem: Memory, store: Rows, mark: int, head: int) -> tuple[int, int]:
     for sid in sessions:
         # The namespace's writer transaction (PostgreSQL: its lock taken before the read):
         # a concurrent observe() cannot extend the chain between reading and mending it.
-        with mem._transaction():
+        with mem.parts.writes.transaction():
             episodes = mem.store_backend.list(
                 mem.namespace, Filter(kinds=("episode",), session_id=sid), limit=1_000_000,
                 order="oldest")

@@ -373,9 +373,9 @@ def entity(mem: Memory, args: EntityArgs) -> ToolResult:
 
 def index(mem: Memory, args: NoArgs) -> ToolResult:
     # The full-text index follows every write by itself (triggers); only vectors can lag behind.
-    if mem.components.vectors() is None:
+    if mem.parts.vectors.vectors() is None:
         text = ("The full-text index is up to date; vector search is not configured "
-                f"({mem.components.vector_status()}), so there was nothing to rebuild.")
+                f"({mem.parts.vectors.vector_status()}), so there was nothing to rebuild.")
         return ToolResult(text, {"embedded": 0, "vectors": False})
     done = mem.backfill()
     return ToolResult(f"Index rebuilt: embedded {done} memories that had no vector.",

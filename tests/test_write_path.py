@@ -179,7 +179,7 @@ def test_maintain_embeds_what_cli_add_queued(tmp_path: Path) -> None:
 
 @needs_model
 def test_a_vector_of_text_that_changed_meanwhile_is_not_stored(tmp_path: Path) -> None:
-    from clawmemory.indexing import fill_vectors
+    from clawmemory.core.indexing import fill_vectors
 
     with Memory.open(tmp_path / "stale.db") as mem:
         mid = mem.store("The office moves to Leeds", key="office")

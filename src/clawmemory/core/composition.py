@@ -1,94 +1,27 @@
-"""The composition root of the local engine: what one open store needs is built here, once,
-and every namespace view shares it.
-
-``compose_store`` builds the store's shared parts (``StoreParts``: the vector side, the entity
-layer, the Markdown mirrors, the write lock); ``compose`` binds them to one view (a namespace,
-its settings and its clock) as the collaborators the ``Memory`` façade delegates to
-(``Parts``). A view's collaborators are small objects over the shared parts, so
-``Memory.with_namespace`` costs a few allocations and loads nothing.
-"""
+"""The composition root of the local engine: what one open store needs is built once
+(``compose_store``, core/shared.py) and shared by every namespace view; ``compose`` binds it to
+one view (a namespace, its settings and its clock) as the collaborators the ``Memory`` façade
+delegates to (``Parts``). A view's collaborators are small objects over the shared parts, so
+``Memory.with_namespace`` costs a few allocations and loads nothing."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from clawmemory.backends.base import Backend, Store
-from clawmemory.backends.registry import backend_of
+from clawmemory.backends.base import Store
 from clawmemory.config import Settings
 from clawmemory.core.entities import EntitySource
-from clawmemory.core.mirror import MirrorFactory, Mirrors
-from clawmemory.core.vectors import VectorService, VectorWrites
+from clawmemory.core.forgetting import Forgetting
+from clawmemory.core.graph import Graph
+from clawmemory.core.records import Records
+from clawmemory.core.retrieval import Retrieval
+from clawmemory.core.shared import ForgetHooks, StoreParts, compose_store
+from clawmemory.core.transfers import Transfers
+from clawmemory.core.vectors import VectorService
 from clawmemory.core.writes import WritePath
-from clawmemory.embed.base import Embedder
 
 __all__ = ["ForgetHooks", "Parts", "StoreParts", "compose", "compose_store"]
-
-
-class ForgetHooks:
-    """What layers above the engine keep per namespace outside the store (in-process history
-    and session ledgers): ``forget_namespace`` calls each hook with the namespace."""
-
-    def __init__(self) -> None:
-        self._hooks: list[Callable[[str], None]] = []
-        self._lock = threading.Lock()
-
-    def add(self, hook: Callable[[str], None]) -> None:
-        with self._lock:
-            if hook not in self._hooks:
-                self._hooks.append(hook)
-
-    def run(self, namespace: str) -> None:
-        with self._lock:
-            hooks = list(self._hooks)
-        for hook in hooks:
-            hook(namespace)
-
-
-@dataclass(frozen=True)
-class StoreParts:
-    """The parts of one open store, built once and shared by every namespace view."""
-
-    store: Store
-    backend: Backend
-    settings: Settings  # the settings the parts were built with
-    vectors: VectorService
-    entities: EntitySource
-    mirrors: Mirrors
-    # Serialises "find the previous turn + insert + link" on backends without transactions.
-    write_lock: threading.RLock = field(default_factory=threading.RLock)
-    forget_hooks: ForgetHooks = field(default_factory=ForgetHooks)
-
-    def forget_namespace_state(self, namespace: str) -> None:
-        """Drop what this process keeps for a namespace outside the store."""
-        self.backend.forget_namespace(namespace)  # what the backend keeps in this process
-        self.forget_hooks.run(namespace)
-
-
-def compose_store(
-    store: Store,
-    settings: Settings,
-    *,
-    embedder: Embedder | None = None,
-    embedder_given: bool = False,
-    vector_writes: VectorWrites = "sync",
-    mirror_factory: MirrorFactory | None = None,
-) -> StoreParts:
-    """The shared parts of ``store``. ``embedder``: the one to use when ``embedder_given``
-    (None: keyword recall only), else the one ``settings`` name is built on first use.
-    ``vector_writes``: "sync" (a write embeds right after it commits) or "queue" (writes only
-    queue their vectors: one-shot commands that should not load a model)."""
-    backend = backend_of(store)
-    return StoreParts(
-        store=store,
-        backend=backend,
-        settings=settings,
-        vectors=VectorService(store, backend, settings, embedder=embedder,
-                              embedder_given=embedder_given, vector_writes=vector_writes),
-        entities=EntitySource(backend, settings),
-        mirrors=Mirrors(settings, mirror_factory),
-    )
 
 
 @dataclass(frozen=True)
@@ -99,7 +32,12 @@ class Parts:
     namespace: str
     settings: Settings
     clock: Callable[[], float]
-    writes: WritePath
+    writes: WritePath  # every write, with its derived rows
+    records: Records  # get, list, count, update, feedback, correct, archive, stats
+    retrieval: Retrieval  # recall
+    forgetting: Forgetting  # forget, forget_namespace
+    graph: Graph  # links and entities
+    transfers: Transfers  # snapshots, imports, reindex, backfill
 
     @property
     def store(self) -> Store:
@@ -118,8 +56,20 @@ def compose(
     shared: StoreParts, settings: Settings, namespace: str, clock: Callable[[], float]
 ) -> Parts:
     """The collaborators of the view (``namespace``, ``settings``, ``clock``) over ``shared``."""
-    writes = WritePath(shared.store, settings, namespace, clock, vectors=shared.vectors,
+    store, vectors = shared.store, shared.vectors
+    writes = WritePath(store, settings, namespace, clock, vectors=vectors,
                        entities=shared.entities, mirrors=shared.mirrors,
                        write_lock=shared.write_lock)
-    return Parts(shared=shared, namespace=namespace, settings=settings, clock=clock,
-                 writes=writes)
+    return Parts(
+        shared=shared,
+        namespace=namespace,
+        settings=settings,
+        clock=clock,
+        writes=writes,
+        records=Records(store, settings, namespace, clock, writes=writes, vectors=vectors),
+        retrieval=Retrieval(store, settings, namespace, clock, vectors=vectors,
+                            entities=shared.entities),
+        forgetting=Forgetting(shared, settings, namespace, writes=writes),
+        graph=Graph(store, namespace, entities=shared.entities),
+        transfers=Transfers(store, settings, namespace, clock, writes=writes, vectors=vectors),
+    )

@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from clawmemory.backends.base import Store
-from clawmemory.core.composition import StoreParts
 from clawmemory.core.entities import EntityLayer
 from clawmemory.core.indexing import VectorWorker
 from clawmemory.core.mirror import MirrorNotes
+from clawmemory.core.shared import StoreParts
 from clawmemory.core.vectors import VectorWrites
 from clawmemory.embed.base import Embedder
 from clawmemory.model import MemoryRecord

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import builtins
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -41,6 +41,12 @@ from clawmemory.vectors.base import QueueEntry
 __all__ = ["WritePath", "check_confidence"]
 
 Mentions = builtins.list[Mention]
+# ``store()``'s optional arguments with their defaults (``store_many`` items may omit them).
+STORE_DEFAULTS: Mapping[str, Any] = {
+    "key": None, "kind": "fact", "tags": (), "metadata": None, "session_id": None,
+    "event_time": None, "source": None, "source_role": None, "source_ids": (),
+    "confidence": 1.0,
+}
 
 
 def check_confidence(value: Any) -> float:
@@ -124,6 +130,23 @@ class WritePath:
         return check_metadata(metadata, cfg.max_metadata_chars, cfg.max_metadata_depth)
 
     # --- writing -------------------------------------------------------------------------------
+    def store_many(
+        self, items: Iterable[Mapping[str, Any]], batch_size: int
+    ) -> builtins.list[str]:
+        """Store checked items (``store()``'s arguments each, ``content`` required) in batches
+        of ``batch_size``, each batch one ``write``; returns the ids in order."""
+        ids: builtins.list[str] = []
+        batch: builtins.list[MemoryRecord] = []
+        for item in items:
+            fields = {**STORE_DEFAULTS, **item}
+            batch.append(self.new_record(fields.pop("content"), **fields))
+            if len(batch) >= batch_size:
+                ids.extend(r.id for r in self.write(batch))
+                batch = []
+        if batch:
+            ids.extend(r.id for r in self.write(batch))
+        return ids
+
     def write(
         self, records: Sequence[MemoryRecord], *, background: bool = False
     ) -> builtins.list[MemoryRecord]:

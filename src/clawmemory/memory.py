@@ -36,6 +36,7 @@ from clawmemory.embed.base import Embedder
 from clawmemory.errors import ClawMemoryError, InvalidInputError
 from clawmemory.model import Forgotten, Hit, ImportReport, Kind, MemoryRecord, ParsedImport
 from clawmemory.portability.markdown import MarkdownMirror
+from clawmemory.search.access import close_tracker
 from clawmemory.validation import check_limit, check_namespace, check_ref, check_store_items
 
 if TYPE_CHECKING:
@@ -194,8 +195,6 @@ class Memory:
     def close(self) -> None:
         """Write the queued access counts, let the background worker embed what this process
         queued, then close the store."""
-        from clawmemory.search.access import close_tracker
-
         close_tracker(self.store_backend)  # queued access counts first (search/access.py)
         self.parts.vectors.close()
         self.store_backend.close()

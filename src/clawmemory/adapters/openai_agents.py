@@ -47,7 +47,7 @@ except ImportError as exc:  # the extra is not installed
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
 
-    from clawmemory.engine import Memory
+    from clawmemory.memory import Memory
     from clawmemory.history import HistoryStore
 
 __all__ = ["CHANNEL", "ITEM", "ClawMemorySession", "memory_tools"]

@@ -48,7 +48,7 @@ from clawmemory.llm.base import LLM
 if TYPE_CHECKING:
     from clawmemory.core.jobs import JobContext
     from clawmemory.core.local import LocalMemory
-    from clawmemory.engine import Memory
+    from clawmemory.memory import Memory
 
 __all__ = ["AgentSessions", "ConsolidationWorker"]
 

@@ -49,6 +49,10 @@ from typing import TYPE_CHECKING, Any
 
 from clawmemory.backends.base import RunRecord
 from clawmemory.core import lifecycle
+from clawmemory.entities import accurate_extra, make_pipeline
+from clawmemory.entities.base import EntityIndex
+from clawmemory.entities.pipeline import NERPipeline
+from clawmemory.entities.spacy_provider import spacy_missing
 from clawmemory.errors import ClawMemoryError, ConfigError, InvalidInputError
 from clawmemory.llm.base import LLM
 from clawmemory.llm.factory import close_llm, make_llm
@@ -145,8 +149,6 @@ def no_llm(reason: str = "") -> str:
 def _no_accurate_ner() -> str:
     """Why enrichment is skipped: no LLM, and what spaCy lacks (spaCy itself or only its
     model), with both fixes."""
-    from clawmemory.entities.spacy_provider import spacy_missing
-
     missing = spacy_missing()
     if missing is None:  # not reached: an installed spaCy joins the accurate pipeline
         return no_llm()
@@ -203,17 +205,17 @@ def _preview_decay(mem: LocalMemory, ctx: JobContext) -> lifecycle.Report:
     return lifecycle.run_decay(mem, ctx.rng, dry_run=True)
 
 
-def _enrich_candidates(mem: LocalMemory, ctx: JobContext) -> tuple[Any, Any, list[MemoryRecord]]:
+def _enrich_candidates(
+    mem: LocalMemory, ctx: JobContext
+) -> tuple[NERPipeline, EntityIndex, list[MemoryRecord]]:
     """The accurate NER pipeline, the entity index and the memories a run would enrich."""
-    from clawmemory.entities import accurate_extra, make_pipeline
-
     layer = mem.parts.entities.layer()
     if layer is None:
         raise Skipped("skipped: entities are off for this store")
     accurate = make_pipeline("accurate", llm=_usable_llm(ctx))
     if not accurate_extra(accurate):
         raise Skipped(_no_accurate_ner())
-    index = layer[0]
+    index = layer.entity_index
     cfg = mem.settings.maintenance
     fresh = [r for r in lifecycle.scan(mem, Filter(kinds=ENRICH_KINDS))
              if ENRICHED_AT not in r.metadata]

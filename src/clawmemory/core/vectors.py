@@ -19,6 +19,7 @@ from clawmemory.backends.base import Backend, Store
 from clawmemory.config import Settings
 from clawmemory.core.indexing import VectorWorker
 from clawmemory.embed.base import Embedder
+from clawmemory.embed.factory import LocalOptions, make_embedder
 from clawmemory.errors import ClawMemoryError, ConfigError
 from clawmemory.model import Filter, MemoryRecord
 from clawmemory.vectors.base import VectorQueue, VectorStore
@@ -89,9 +90,6 @@ class VectorService:
         if self.backend.disabled or e.provider in ("", "none"):
             return None
         try:
-            from clawmemory.embed import make_embedder
-            from clawmemory.embed.factory import LocalOptions
-
             api_key = e.api_key
             if api_key is None and e.provider == "openai":  # 000: fall back to the usual variable
                 api_key = os.environ.get("OPENAI_API_KEY")

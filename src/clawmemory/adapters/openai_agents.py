@@ -47,8 +47,8 @@ except ImportError as exc:  # the extra is not installed
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
 
-    from clawmemory.memory import Memory
     from clawmemory.history import HistoryStore
+    from clawmemory.memory import Memory
 
 __all__ = ["CHANNEL", "ITEM", "ClawMemorySession", "memory_tools"]
 

@@ -66,7 +66,7 @@ class Lists:
 
 def capture(corpus: Corpus, every: int = 1) -> list[Lists]:
     mem = corpus.mem
-    retriever = mem._retriever()
+    retriever = mem.parts.retrieval.retriever()
     out = []
     for q in corpus.questions[::every]:
         req = RecallRequest(mem.namespace, q.text, LIMIT, Filter.build(), time.time(), "hybrid")

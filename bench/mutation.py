@@ -50,14 +50,14 @@ SAMPLE = MUTANTS / "sample.json"
 # Module name -> the mutant-name pattern mutmut selects it by. Order: the modules nobody
 # changes often first; search (being reworked) last.
 MODULES: dict[str, str] = {
-    "lifecycle": "clawmemory.lifecycle.*",
-    "maintenance": "clawmemory.maintenance.*",
+    "lifecycle": "clawmemory.core.lifecycle.*",
+    "maintenance": "clawmemory.core.jobs.*",
     "context": "clawmemory.context.*",
     "tools": "clawmemory.tools.*",
     "portability": "clawmemory.portability.*",
     "vectors": "clawmemory.vectors.*",
     "backends": "clawmemory.backends.*",
-    "engine": "clawmemory.engine.*",
+    "engine": "clawmemory.core.*",  # the engine's collaborators (the façade only delegates)
     "search": "clawmemory.search.*",
 }
 

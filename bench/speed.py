@@ -265,7 +265,7 @@ def stage_cells(mem: Memory, queries: list[str], size: int) -> list[str]:
     tracker = tracker_for(mem.store_backend, mem.settings.recall.touch_delay_s)
     got: dict[str, list[float]] = {k: [] for k in (*STAGES, "recall", "queued", "written")}
     for q in queries:
-        retriever = mem._retriever("hybrid")
+        retriever = mem.parts.retrieval.retriever("hybrid")
         req = RecallRequest(mem.namespace, f"{q} s{size}", mem.settings.recall.limit,
                             Filter.build(), time.time(), "hybrid")
         t = time.perf_counter()
@@ -342,7 +342,7 @@ def ingest_rows(args: argparse.Namespace, corpus: Corpus, real_embedder: Any,
     ingest = n / (time.perf_counter() - t)
     raw = (before + raw_rate()) / 2
     obs = []
-    from clawmemory import ingest as hot
+    from clawmemory.core import ingest as hot
 
     for i in range(200):
         t = time.perf_counter()

@@ -15,8 +15,8 @@ import pytest
 
 from clawmemory import LLMError, Memory
 from clawmemory.agent import Agent, AgentSessions
+from clawmemory.core.ingest import pending_sessions
 from clawmemory.history import EPISODE_ID, SessionEvent, SessionEvicted
-from clawmemory.ingest import pending_sessions
 from clawmemory.llm import CachedLLM, make_llm
 from clawmemory.llm.prompts import AGENT_SYSTEM, FLUSH_SYSTEM, HATCH_SYSTEM, SYNTHESIS_SYSTEM
 from conftest import Clock

@@ -26,11 +26,11 @@ from clawmemory.cognition import (
     synthesize,
 )
 from clawmemory.config import EmbedderSettings
+from clawmemory.core.ingest import is_session_consolidated, pending_sessions
+from clawmemory.core.jobs import JobContext, run_job
 from clawmemory.history import EPISODE_ID, History
-from clawmemory.ingest import is_session_consolidated, pending_sessions
 from clawmemory.llm.base import Message
 from clawmemory.llm.prompts import CONSOLIDATION_SYSTEM, SUMMARY_SYSTEM, SYNTHESIS_SYSTEM
-from clawmemory.maintenance import JobContext, run_job
 from conftest import DAY, Clock
 from llm_servers import ScriptedLLMServer, http_error, prompt_text, raw, slow, text
 from test_forget_for_real import file_bytes

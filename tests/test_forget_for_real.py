@@ -23,10 +23,10 @@ import pytest
 from clawmemory import Memory, NotFoundError, Settings
 from clawmemory.backends.sqlite.store import SQLiteStore
 from clawmemory.config import EmbedderSettings, LifecycleSettings, StorageSettings
+from clawmemory.core.ingest import register_session
+from clawmemory.core.jobs import run_job
 from clawmemory.history import History
-from clawmemory.ingest import register_session
 from clawmemory.llm.base import Message
-from clawmemory.maintenance import run_job
 from conftest import DAY, Clock
 
 CLAWMEM = Path(sys.executable).parent / "clawmem"

@@ -28,7 +28,7 @@ from hypothesis.stateful import (
 
 from clawmemory import Memory, NotFoundError, Settings
 from clawmemory.config import StorageSettings
-from clawmemory.lifecycle import knowledge_decay
+from clawmemory.core.lifecycle import knowledge_decay
 from conftest import DAY, Backend, Clock, backend_params
 
 KEYS = ("pin", "wifi", "door")

@@ -8,6 +8,7 @@ import threading
 import pytest
 
 from clawmemory import InvalidInputError, Memory
+from clawmemory.core.ingest import mark_session_consolidated, pending_sessions
 from clawmemory.history import (
     Conversation,
     History,
@@ -17,7 +18,6 @@ from clawmemory.history import (
     SessionEvicted,
     SessionManager,
 )
-from clawmemory.ingest import mark_session_consolidated, pending_sessions
 from clawmemory.llm.base import Message
 from conftest import Clock
 

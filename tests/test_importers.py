@@ -22,8 +22,8 @@ from typer.testing import CliRunner
 
 from clawmemory import ImportFormatError, Memory, Settings
 from clawmemory.backends.sqlite.store import SQLiteStore
-from clawmemory.engine_io import ALREADY_PRESENT
 from clawmemory.interfaces.cli.portability import register
+from clawmemory.model import ALREADY_PRESENT
 from clawmemory.portability import SOURCE_ALIASES, SOURCES, read_source
 
 START = 1_700_000_000.0  # the conftest clock's "now"

@@ -13,11 +13,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clawmemory import Memory, MemoryRecord, NotFoundError, Settings, lifecycle
+from clawmemory import Memory, MemoryRecord, NotFoundError, Settings
 from clawmemory.backends.base import Store
 from clawmemory.backends.memory.store import MemoryStore
 from clawmemory.config import EmbedderSettings
-from clawmemory.lifecycle import (
+from clawmemory.core import lifecycle
+from clawmemory.core.lifecycle import (
     DECAYED_AT,
     confidence_decay,
     hygiene_purge,

@@ -22,10 +22,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from clawmemory import InvalidInputError, Memory, NotFoundError, Settings, lifecycle
+from clawmemory import InvalidInputError, Memory, NotFoundError, Settings
 from clawmemory.backends.jsonfile.store import JSONFileStore
 from clawmemory.backends.sqlite.store import SQLiteStore
-from clawmemory.maintenance import JobContext, preview_all, preview_job, run_job
+from clawmemory.core import lifecycle
+from clawmemory.core.jobs import JobContext, preview_all, preview_job, run_job
 from conftest import DAY, START, Clock, backend_params, old_database
 
 CLAWMEM = Path(sys.executable).parent / "clawmem"

@@ -24,8 +24,7 @@ from apscheduler.triggers.cron import CronTrigger
 from clawmemory import ConfigError, InvalidInputError, Memory, Settings, StorageError
 from clawmemory.backends.base import Store
 from clawmemory.config import LLMSettings
-from clawmemory.llm import Message
-from clawmemory.maintenance import (
+from clawmemory.core.jobs import (
     JOBS,
     JobContext,
     Scheduler,
@@ -36,6 +35,7 @@ from clawmemory.maintenance import (
     run_all,
     run_job,
 )
+from clawmemory.llm import Message
 from conftest import DAY, Clock, backend_params
 from llm_servers import ScriptedLLMServer, http_error
 from llm_servers import text as reply

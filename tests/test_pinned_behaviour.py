@@ -17,10 +17,11 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from clawmemory import InvalidInputError, Memory, NotFoundError, Settings, lifecycle
+from clawmemory import InvalidInputError, Memory, NotFoundError, Settings
 from clawmemory.backends.base import Store
 from clawmemory.backends.memory.store import MemoryStore
-from clawmemory.lifecycle import DECAYED_AT, Report
+from clawmemory.core import lifecycle
+from clawmemory.core.lifecycle import DECAYED_AT, Report
 from clawmemory.model import KINDS, Kind
 from clawmemory.portability import read_source
 from clawmemory.tools import call_tool

@@ -24,9 +24,9 @@ import pytest
 from clawmemory import Memory, Settings
 from clawmemory.auth import Keys, key_store_for
 from clawmemory.backends.postgres.store import PostgresStore
+from clawmemory.core.ingest import register_session
 from clawmemory.errors import ConfigError, NotFoundError, StorageError
 from clawmemory.history import History
-from clawmemory.ingest import register_session
 from clawmemory.llm.base import Message
 from conftest import Clock, postgres_url
 

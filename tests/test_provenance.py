@@ -17,7 +17,7 @@ from clawmemory import Memory, NotFoundError, Settings
 from clawmemory.backends.base import Store
 from clawmemory.backends.sqlite.store import SQLiteStore
 from clawmemory.config import EmbedderSettings, LLMSettings
-from clawmemory.lifecycle import knowledge_decay
+from clawmemory.core.lifecycle import knowledge_decay
 from clawmemory.llm.cache import ResponseCache
 from clawmemory.model import MemoryRecord
 from clawmemory.tools import call_tool
@@ -75,7 +75,7 @@ def test_forgetting_a_source_forgets_everything_derived_from_it(mem: Memory) -> 
 
 
 def test_forget_queues_the_consolidated_sessions_of_the_other_sources(mem: Memory) -> None:
-    from clawmemory.ingest import mark_session_consolidated, pending_sessions
+    from clawmemory.core.ingest import mark_session_consolidated, pending_sessions
 
     e1 = mem.store("Ada: my locker code is 4471", kind="episode", session_id="s1")
     e2 = mem.store("Ada: the locker is in hall B", kind="episode", session_id="s2")

@@ -23,7 +23,7 @@ import pytest
 from clawmemory import Memory, Settings
 from clawmemory.backends.memory.store import MemoryStore
 from clawmemory.backends.sqlite.store import SQLiteStore
-from clawmemory.ingest import (
+from clawmemory.core.ingest import (
     is_session_consolidated,
     mark_session_consolidated,
     observe,

@@ -136,6 +136,17 @@ def test_a_failing_embedder_loses_no_record(tmp_path: Path, caplog: Any) -> None
 
 
 # --- the vector queue ----------------------------------------------------------------------------
+def test_vector_writes_is_chosen_when_the_memory_opens(tmp_path: Path) -> None:
+    db = tmp_path / "queue.db"
+    with Memory.open(db, embedder=FailingEmbedder(), vector_writes="queue") as mem:
+        stored = mem.store("The garage code is 4711")
+        assert mem.components.vector_writes == "queue"  # the deprecated name still reads it
+        assert mem.stats()["vectors_queued"] == 1
+    rows = raw(db, "SELECT m.id, q.attempts FROM vector_queue q JOIN memories m"
+                   " ON m.seq = q.seq")
+    assert rows == [(stored, 0)]  # queued and never tried: no model was asked
+
+
 def test_cli_add_loads_no_model_and_queues_the_vector(tmp_path: Path) -> None:
     db = tmp_path / "cli.db"
     probe = ("import sys, runpy; sys.argv = ['clawmem', '--db', sys.argv[1], *sys.argv[2:]]\n"
@@ -179,7 +190,7 @@ def test_maintain_embeds_what_cli_add_queued(tmp_path: Path) -> None:
 
 @needs_model
 def test_a_vector_of_text_that_changed_meanwhile_is_not_stored(tmp_path: Path) -> None:
-    from clawmemory.indexing import fill_vectors
+    from clawmemory.core.indexing import fill_vectors
 
     with Memory.open(tmp_path / "stale.db") as mem:
         mid = mem.store("The office moves to Leeds", key="office")

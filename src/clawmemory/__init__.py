@@ -15,7 +15,6 @@ Nothing is loaded or opened at import time.
 from clawmemory.api import AsyncMemoryAPI, ListQuery, MemoryAPI, RecallQuery, TimeRange
 from clawmemory.client.aio import AsyncMemory
 from clawmemory.config import Settings, load_settings
-from clawmemory.engine import ImportReport, Memory
 from clawmemory.errors import (
     AccessDeniedError,
     AuthenticationError,
@@ -31,6 +30,7 @@ from clawmemory.errors import (
     SchemaError,
     StorageError,
 )
+from clawmemory.memory import ImportReport, Memory
 from clawmemory.model import (
     KINDS,
     Explanation,

@@ -30,7 +30,7 @@ from clawmemory.errors import ClawMemoryError
 from clawmemory.model import MemoryRecord
 
 if TYPE_CHECKING:
-    from clawmemory.engine import Memory
+    from clawmemory.core.local import LocalMemory
 
 __all__ = [
     "LayerCache",
@@ -69,7 +69,7 @@ NEIGHBOR_LIMIT = 10  # links listed per entry
 
 
 def ptrclaw_enrich(
-    mem: Memory | None,
+    mem: LocalMemory | None,
     message: str,
     recall_limit: int = 5,
     enrich_depth: int = 1,
@@ -104,7 +104,7 @@ def ptrclaw_enrich(
     return "\n".join([CONTEXT_OPEN, *lines, CONTEXT_CLOSE]) + "\n\n" + message
 
 
-def _query(mem: Memory, text: str) -> str:
+def _query(mem: LocalMemory, text: str) -> str:
     """A whole chat message as a recall query, cut to ``recall.max_query_chars`` (recall
     refuses longer queries). The cut costs next to nothing: keyword search keeps the first 32
     distinct words and the embedding model reads the first few hundred tokens."""
@@ -121,7 +121,7 @@ def _entry_line(r: MemoryRecord, neighbours: list[MemoryRecord]) -> str:
 
 
 def _collect_neighbors(
-    mem: Memory,
+    mem: LocalMemory,
     entries: list[MemoryRecord],
     links: dict[str, list[MemoryRecord]],
     depth: int,
@@ -172,7 +172,7 @@ _SOUL_SECTIONS = (
 )
 
 
-def soul_block(mem: Memory) -> str:
+def soul_block(mem: LocalMemory) -> str:
     """The 000 identity block from ``core`` entries; "" when there are none."""
     sections = []
     for key, title in _SOUL_SECTIONS:
@@ -185,7 +185,7 @@ def soul_block(mem: Memory) -> str:
     return "\n\n".join(sections)
 
 
-def _newest_traits(mem: Memory) -> list[MemoryRecord]:
+def _newest_traits(mem: LocalMemory) -> list[MemoryRecord]:
     core = mem.list(kind="core", limit=10_000)
     traits = [r for r in core if (r.key or "").startswith("personality:")]
     # 000's timestamp moves on every upsert, so "newest" is the last write, not the creation.
@@ -195,7 +195,7 @@ def _newest_traits(mem: Memory) -> list[MemoryRecord]:
 
 # --- 001 sclaw ----------------------------------------------------------------------------------
 def relevant_memory_block(
-    mem: Memory | None,
+    mem: LocalMemory | None,
     query: str,
     max_facts: int = 10,
     max_tokens: int = 2000,
@@ -227,7 +227,7 @@ DEVCLAW_HEADER = "## Relevant Memories\n\n"
 
 
 def devclaw_layer(
-    mem: Memory,
+    mem: LocalMemory,
     query: str,
     budget_tokens: int | None = None,
     *,
@@ -353,7 +353,7 @@ class LayerCache:
 
 # --- 004 sandbox --------------------------------------------------------------------------------
 def sandbox_context(
-    mem: Memory | None, prompt: str, session_id: str | None, limit: int | None = None
+    mem: LocalMemory | None, prompt: str, session_id: str | None, limit: int | None = None
 ) -> str:
     """004 ``get_context``: facts from *other* sessions relevant to ``prompt``, then the latest
     reflection. "" when there is neither."""

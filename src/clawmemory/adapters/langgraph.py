@@ -58,7 +58,7 @@ except ImportError as exc:  # the extra is not installed
     raise missing("LangGraph", "langgraph", "langgraph") from exc
 
 if TYPE_CHECKING:
-    from clawmemory.engine import Memory
+    from clawmemory.memory import Memory
     from clawmemory.model import MemoryRecord
 
 __all__ = ["FILTER_SCAN", "SOURCE", "ClawMemoryStore"]

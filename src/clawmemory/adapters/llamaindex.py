@@ -29,7 +29,7 @@ import asyncio
 from typing import Any
 
 from clawmemory.adapters._common import missing
-from clawmemory.engine import Memory
+from clawmemory.memory import Memory
 
 try:
     from llama_index.core.base.llms.types import ChatMessage, TextBlock

@@ -47,8 +47,8 @@ except ImportError as exc:  # the extra is not installed
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
 
-    from clawmemory.engine import Memory
     from clawmemory.history import HistoryStore
+    from clawmemory.memory import Memory
 
 __all__ = ["CHANNEL", "ITEM", "ClawMemorySession", "memory_tools"]
 
@@ -110,7 +110,8 @@ class ClawMemorySession:
         messages = [to_message(item) for item in items]
 
         def write() -> None:
-            with self.mem._transaction():  # the engine's own write transaction: all or none
+            # The engine's own write transaction: all or none.
+            with self.mem.parts.writes.transaction():
                 for message in messages:
                     self._store.append(self.key, message)
 
@@ -121,7 +122,7 @@ class ClawMemorySession:
         written back in the same transaction, so a crash leaves the session as it was)."""
 
         def pop() -> Message | None:
-            with self.mem._transaction():  # one transaction for the rewrite
+            with self.mem.parts.writes.transaction():  # one transaction for the rewrite
                 messages = self._store.all(self.key)
                 if not messages:
                     return None

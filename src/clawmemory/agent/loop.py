@@ -63,7 +63,7 @@ from clawmemory.model import MemoryRecord
 from clawmemory.tools.registry import call_tool, tools_for
 
 if TYPE_CHECKING:
-    from clawmemory.engine import Memory
+    from clawmemory.memory import Memory
 
 __all__ = ["Agent", "AgentReply", "ToolUse", "agent_history"]
 

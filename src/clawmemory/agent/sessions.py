@@ -46,8 +46,9 @@ from clawmemory.history.writer import wait_drained
 from clawmemory.llm.base import LLM
 
 if TYPE_CHECKING:
-    from clawmemory.engine import Memory
-    from clawmemory.maintenance import JobContext
+    from clawmemory.core.jobs import JobContext
+    from clawmemory.core.local import LocalMemory
+    from clawmemory.memory import Memory
 
 __all__ = ["AgentSessions", "ConsolidationWorker"]
 
@@ -108,13 +109,13 @@ class ConsolidationWorker:
             untried, self.untried = self.untried, []
         return untried
 
-    def _step(self, session_id: str) -> Callable[[Memory, JobContext], dict[str, int]]:
+    def _step(self, session_id: str) -> Callable[[LocalMemory, JobContext], dict[str, int]]:
         """The consolidate step for one session, holding the queue when the model is down."""
         from clawmemory.cognition.steps import consolidate_these
 
         step = consolidate_these([session_id])
 
-        def consolidate(mem: Memory, ctx: JobContext) -> dict[str, int]:
+        def consolidate(mem: LocalMemory, ctx: JobContext) -> dict[str, int]:
             try:
                 return step(mem, ctx)
             except LLMUnavailableError as exc:
@@ -124,7 +125,7 @@ class ConsolidationWorker:
         return consolidate
 
     def _consolidate(self, session_id: str) -> None:
-        from clawmemory.maintenance import JobContext, run_job
+        from clawmemory.core.jobs import JobContext, run_job
 
         if self._down is not None:
             with self._lock:

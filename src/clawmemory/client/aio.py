@@ -22,7 +22,17 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from clawmemory.api import AsyncMemoryAPI, MemoryAPI
 
-__all__ = ["ASYNC_METHODS", "AsyncMemory"]
+__all__ = ["ASYNC_METHODS", "AsyncMemory", "install_opener"]
+
+# ``Memory.open``: the façade sits above this client layer and installs it (clawmemory.memory),
+# so the client never imports the façade.
+_opener: Callable[..., MemoryAPI] | None = None
+
+
+def install_opener(opener: Callable[..., MemoryAPI]) -> None:
+    """Set what ``AsyncMemory.open`` opens with (the composition root's ``Memory.open``)."""
+    global _opener  # noqa: PLW0603 - set once, by the composition root at import
+    _opener = opener
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -54,12 +64,10 @@ class AsyncMemory:
     def open(cls, path: Any = None, **options: Any) -> AsyncMemory:
         """``Memory.open(path, **options)`` wrapped: a path, nothing (the default store), or a
         server's URL with ``api_key=``."""
-        # Function-local: the engine (the façade, above this client layer) imports
-        # client.remote, so a module-level import here would close a cycle. The one upward
-        # reference of the client layer; a composition root could hand the opener in instead.
-        from clawmemory.engine import Memory
-
-        return cls(Memory.open(path, **options))
+        if _opener is None:
+            raise RuntimeError("no opener installed: import clawmemory (its façade installs"
+                               " Memory.open)")
+        return cls(_opener(path, **options))
 
     @property
     def namespace(self) -> str:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from clawmemory.cognition.base import SOURCES, Refs, clip, day
 from clawmemory.config import ConsolidationSettings
+from clawmemory.core.ingest import pending_sessions
 from clawmemory.errors import ClawMemoryError, LLMUnavailableError
 from clawmemory.llm.base import LLM, Message
 from clawmemory.llm.parse import ask_json
@@ -48,7 +49,7 @@ from clawmemory.tools.registry import call_tool
 from clawmemory.validation import check_content
 
 if TYPE_CHECKING:
-    from clawmemory.engine import Memory
+    from clawmemory.core.local import LocalMemory
 
 __all__ = [
     "Consolidation",
@@ -89,7 +90,7 @@ class Consolidation:
         return out
 
 
-def _tool(mem: Memory, name: str, args: Mapping[str, Any]) -> Mapping[str, Any]:
+def _tool(mem: LocalMemory, name: str, args: Mapping[str, Any]) -> Mapping[str, Any]:
     """Call a consolidator tool; its refusal is an error of the step, never ignored."""
     result = call_tool(mem, name, args, dialect=DIALECT)
     if result.is_error:
@@ -106,7 +107,7 @@ def _tags(value: object) -> list[str]:
     return [t for t in dict.fromkeys(tags) if t and "\x00" not in t][:MAX_TAGS]
 
 
-def _facts_check(mem: Memory, refs: Refs, dates: Mapping[str, float]) -> Any:
+def _facts_check(mem: LocalMemory, refs: Refs, dates: Mapping[str, float]) -> Any:
     max_chars = mem.settings.storage.max_content_chars
 
     def check(value: Any) -> list[dict[str, Any]]:
@@ -148,7 +149,7 @@ def _conflicts_check(new: Refs, old: Refs) -> Any:
 
 
 # --- one session ---------------------------------------------------------------------------------
-def _page_done_before(mem: Memory, episode_ids: Sequence[str]) -> bool:
+def _page_done_before(mem: LocalMemory, episode_ids: Sequence[str]) -> bool:
     return any(r.source == SOURCES["consolidation"] and r.kind == "fact"
                for r, _ in mem.store_backend.derived(mem.namespace, episode_ids))
 
@@ -172,7 +173,9 @@ def _dialogue(
     return "\n".join(lines), refs, dates
 
 
-def _page(mem: Memory, llm: LLM, sid: str, data: Mapping[str, Any], done: Consolidation) -> None:
+def _page(
+    mem: LocalMemory, llm: LLM, sid: str, data: Mapping[str, Any], done: Consolidation
+) -> None:
     episodes = list(data["episodes"])
     dialogue, refs, dates = _dialogue(episodes, mem.settings.cognition.max_input_chars)
     size = mem.settings.consolidation.episodes_page_size
@@ -192,7 +195,9 @@ def _page(mem: Memory, llm: LLM, sid: str, data: Mapping[str, Any], done: Consol
     _resolve_conflicts(mem, llm, [str(s["id"]) for s in saved["saved"]], done)
 
 
-def _resolve_conflicts(mem: Memory, llm: LLM, fresh: Sequence[str], done: Consolidation) -> None:
+def _resolve_conflicts(
+    mem: LocalMemory, llm: LLM, fresh: Sequence[str], done: Consolidation
+) -> None:
     limit = mem.settings.consolidation.conflict_candidates
     if limit <= 0 or not fresh:
         return
@@ -220,7 +225,7 @@ def _resolve_conflicts(mem: Memory, llm: LLM, fresh: Sequence[str], done: Consol
 
 
 def consolidate_session(
-    mem: Memory, llm: LLM, session_id: str, done: Consolidation | None = None
+    mem: LocalMemory, llm: LLM, session_id: str, done: Consolidation | None = None
 ) -> Consolidation:
     """Consolidate one session (004's consolidator loop). Raises the first failure."""
     done = done if done is not None else Consolidation()
@@ -244,7 +249,7 @@ def consolidate_session(
     return done
 
 
-def consolidate_sessions(mem: Memory, llm: LLM, session_ids: Sequence[str]) -> Consolidation:
+def consolidate_sessions(mem: LocalMemory, llm: LLM, session_ids: Sequence[str]) -> Consolidation:
     """Consolidate each session in turn; one that fails stays pending and the others go on,
     unless the model is unavailable (``LLMUnavailableError``): then the rest are not tried,
     since each would wait out the same retries and fail the same way. When any failed, an
@@ -272,11 +277,9 @@ def consolidate_sessions(mem: Memory, llm: LLM, session_ids: Sequence[str]) -> C
     return done
 
 
-def sessions_due(mem: Memory, exclude_session_id: str | None = None) -> list[str]:
+def sessions_due(mem: LocalMemory, exclude_session_id: str | None = None) -> list[str]:
     """Pending sessions the nightly job takes: those whose newest episode is at least
     ``min_idle_s`` old, oldest first, at most ``max_sessions``."""
-    from clawmemory.ingest import pending_sessions
-
     cfg: ConsolidationSettings = mem.settings.consolidation
     cutoff = mem.clock() - cfg.min_idle_s
     due = []
@@ -289,6 +292,6 @@ def sessions_due(mem: Memory, exclude_session_id: str | None = None) -> list[str
     return due
 
 
-def consolidate_pending(mem: Memory, llm: LLM) -> Consolidation:
+def consolidate_pending(mem: LocalMemory, llm: LLM) -> Consolidation:
     """The nightly run: every session due (``sessions_due``)."""
     return consolidate_sessions(mem, llm, sessions_due(mem))

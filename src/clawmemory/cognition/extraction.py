@@ -21,7 +21,7 @@ from clawmemory.llm.base import LLM, Message
 from clawmemory.llm.prompts import EXTRACTION
 
 if TYPE_CHECKING:
-    from clawmemory.engine import Memory
+    from clawmemory.api import MemoryAPI
 
 __all__ = ["FactExtractor", "LLMExtractor", "NopExtractor", "parse_facts", "remember_exchange"]
 
@@ -73,7 +73,7 @@ def parse_facts(text: str) -> list[str]:
 
 
 def remember_exchange(
-    mem: Memory,
+    mem: MemoryAPI,
     extractor: FactExtractor,
     user: str,
     assistant: str,

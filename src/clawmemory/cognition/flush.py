@@ -23,7 +23,7 @@ from clawmemory.llm.prompts import FLUSH_SYSTEM, FLUSH_USER
 from clawmemory.tools.registry import call_tool, tools_for
 
 if TYPE_CHECKING:
-    from clawmemory.engine import Memory
+    from clawmemory.core.local import LocalMemory
 
 __all__ = ["FlushResult", "memory_flush", "memory_flush_hook"]
 
@@ -37,7 +37,7 @@ class FlushResult:
 
 
 def memory_flush(
-    mem: Memory,
+    mem: LocalMemory,
     llm: LLM,
     discarded: Sequence[Message],
     *,
@@ -71,7 +71,7 @@ def memory_flush(
                    " pre-compaction memory flush (agent.max_tool_rounds)")
 
 
-def memory_flush_hook(mem: Memory, llm: LLM, *, dialect: str, max_rounds: int,
+def memory_flush_hook(mem: LocalMemory, llm: LLM, *, dialect: str, max_rounds: int,
                       max_chars: int = 24_000) -> PreDiscardHook:
     """``memory_flush`` as a history pre-discard hook (it sees what is about to go)."""
 

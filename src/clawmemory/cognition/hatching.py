@@ -23,7 +23,7 @@ from clawmemory.errors import LLMError
 from clawmemory.llm.parse import extract_json
 
 if TYPE_CHECKING:
-    from clawmemory.engine import Memory
+    from clawmemory.api import MemoryAPI
 
 __all__ = ["SOUL_KEYS", "Soul", "parse_soul", "store_soul", "strip_soul"]
 
@@ -73,7 +73,7 @@ def strip_soul(text: str) -> str:
     return _SOUL.sub("", text).strip()
 
 
-def store_soul(mem: Memory, soul: Soul, source_ids: Sequence[str] = ()) -> list[str]:
+def store_soul(mem: MemoryAPI, soul: Soul, source_ids: Sequence[str] = ()) -> list[str]:
     """Save the soul as ``core`` entries (upserted by key); returns their ids."""
     return [mem.store(content, key=key, kind="core", source=SOURCES["hatching"],
                       source_ids=list(source_ids))

@@ -20,7 +20,7 @@ from clawmemory.llm.prompts import REFLECTION_SYSTEM, REFLECTION_USER
 from clawmemory.model import Filter, MemoryRecord
 
 if TYPE_CHECKING:
-    from clawmemory.engine import Memory
+    from clawmemory.core.local import LocalMemory
 
 __all__ = ["REFLECTION_TAG", "NotDue", "Reflection", "check_due", "reflect"]
 
@@ -43,7 +43,7 @@ class Reflection:
         return {"reflections": 1, "facts_read": self.facts, "episodes_read": self.episodes}
 
 
-def _recent(mem: Memory, kind: str, since: float, limit: int) -> list[MemoryRecord]:
+def _recent(mem: LocalMemory, kind: str, since: float, limit: int) -> list[MemoryRecord]:
     return mem.store_backend.list(mem.namespace, Filter(kinds=(kind,), created_after=since),
                                   limit=limit)
 
@@ -61,7 +61,7 @@ def _lines(records: list[MemoryRecord], budget: int) -> str:
     return "\n".join(lines) or "(none)"
 
 
-def check_due(mem: Memory) -> tuple[list[MemoryRecord], list[MemoryRecord]]:
+def check_due(mem: LocalMemory) -> tuple[list[MemoryRecord], list[MemoryRecord]]:
     """The week's facts and episodes when a reflection is due; ``NotDue`` otherwise."""
     cfg = mem.settings.cognition
     now = mem.clock()
@@ -79,7 +79,7 @@ def check_due(mem: Memory) -> tuple[list[MemoryRecord], list[MemoryRecord]]:
     return facts, episodes
 
 
-def reflect(mem: Memory, llm: LLM) -> Reflection:
+def reflect(mem: LocalMemory, llm: LLM) -> Reflection:
     """Write and save this week's reflection (004 ``execute_reflection``); ``NotDue`` when
     the guards say no."""
     cfg = mem.settings.cognition

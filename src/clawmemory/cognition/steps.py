@@ -1,4 +1,4 @@
-"""The cognition steps of the maintenance jobs (``maintenance.JobContext.steps``).
+"""The cognition steps of the maintenance jobs (``core.jobs.JobContext.steps``).
 
 ``default_steps()`` is what a ``JobContext`` installs unless told otherwise: the nightly
 ``consolidate`` job consolidates every session due (``consolidation.sessions_due``) and the
@@ -15,17 +15,18 @@ from typing import TYPE_CHECKING
 
 from clawmemory.cognition.consolidation import consolidate_pending, consolidate_sessions
 from clawmemory.cognition.reflection import NotDue, reflect
+from clawmemory.core.jobs import Skipped
 from clawmemory.errors import LLMNotConfiguredError
 
 if TYPE_CHECKING:
-    from clawmemory.engine import Memory
+    from clawmemory.core.jobs import JobContext
+    from clawmemory.core.local import LocalMemory
     from clawmemory.llm.base import LLM
-    from clawmemory.maintenance import JobContext
 
 __all__ = ["consolidate_step", "consolidate_these", "default_steps", "reflect_step"]
 
 Counts = dict[str, int]
-Step = Callable[["Memory", "JobContext"], Counts]
+Step = Callable[["LocalMemory", "JobContext"], Counts]
 
 
 def _llm(ctx: JobContext) -> LLM:
@@ -34,7 +35,7 @@ def _llm(ctx: JobContext) -> LLM:
     return ctx.llm
 
 
-def consolidate_step(mem: Memory, ctx: JobContext) -> Counts:
+def consolidate_step(mem: LocalMemory, ctx: JobContext) -> Counts:
     """Nightly 004 consolidation of every session due."""
     return consolidate_pending(mem, _llm(ctx)).counts()
 
@@ -43,16 +44,14 @@ def consolidate_these(session_ids: Sequence[str]) -> Step:
     """A consolidate step for the given sessions only (the session-switch trigger)."""
     chosen = list(session_ids)
 
-    def consolidate_switched(mem: Memory, ctx: JobContext) -> Counts:
+    def consolidate_switched(mem: LocalMemory, ctx: JobContext) -> Counts:
         return consolidate_sessions(mem, _llm(ctx), chosen).counts()
 
     return consolidate_switched
 
 
-def reflect_step(mem: Memory, ctx: JobContext) -> Counts:
+def reflect_step(mem: LocalMemory, ctx: JobContext) -> Counts:
     """Weekly 004 reflection; skipped (with the reason) when its guards say no."""
-    from clawmemory.maintenance import Skipped
-
     try:
         return reflect(mem, _llm(ctx)).counts()
     except NotDue as exc:

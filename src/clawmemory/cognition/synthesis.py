@@ -31,7 +31,7 @@ from clawmemory.llm.prompts import SYNTHESIS_SYSTEM, SYNTHESIS_USER
 from clawmemory.model import MemoryRecord
 
 if TYPE_CHECKING:
-    from clawmemory.engine import Memory
+    from clawmemory.core.local import LocalMemory
 
 __all__ = ["Note", "Synthesis", "parse_notes", "synthesis_hook", "synthesize"]
 
@@ -98,7 +98,7 @@ def parse_notes(value: Any) -> list[Note]:
     return notes
 
 
-def _entries(mem: Memory, text: str, limit: int) -> list[MemoryRecord]:
+def _entries(mem: LocalMemory, text: str, limit: int) -> list[MemoryRecord]:
     """Keyed entries related to the conversation: what a note may link to or update."""
     if limit <= 0 or not text.strip():
         return []
@@ -107,7 +107,7 @@ def _entries(mem: Memory, text: str, limit: int) -> list[MemoryRecord]:
 
 
 def synthesize(
-    mem: Memory,
+    mem: LocalMemory,
     llm: LLM,
     messages: Sequence[Message],
     *,
@@ -132,7 +132,7 @@ def synthesize(
     return _store_notes(mem, notes, refs, session_id, len(shown))
 
 
-def _free_key(mem: Memory, key: str, taken: set[str]) -> str:
+def _free_key(mem: LocalMemory, key: str, taken: set[str]) -> str:
     """``key`` if it is free or a synthesis note's, else the first free ``key-N``."""
     candidate, n = key, 1
     while True:
@@ -146,7 +146,7 @@ def _free_key(mem: Memory, key: str, taken: set[str]) -> str:
 
 
 def _store_notes(
-    mem: Memory, notes: Sequence[Note], refs: Refs, session_id: str | None, shown: int
+    mem: LocalMemory, notes: Sequence[Note], refs: Refs, session_id: str | None, shown: int
 ) -> Synthesis:
     keys: dict[str, str] = {}  # the key a note asked for -> the key it got
     stored: list[str] = []
@@ -168,7 +168,7 @@ def _store_notes(
     return Synthesis(tuple(dict.fromkeys(stored)), made, skipped, shown)
 
 
-def synthesis_hook(mem: Memory, llm: LLM, settings: CognitionSettings | None = None
+def synthesis_hook(mem: LocalMemory, llm: LLM, settings: CognitionSettings | None = None
                    ) -> PreDiscardHook:
     """000's forced synthesis before compaction, as a history pre-discard hook: the messages
     about to be discarded are synthesised first (their last ``synthesis_messages``)."""

@@ -31,7 +31,7 @@ Wiring into the engine (what to call where):
    None -> not found; else ``index.memories_of(ns, p.id, limit)`` and ``store.get_many``.
    ``index.entities_of(ns, ids)`` annotates hits; ``index.entities(ns, n)`` and
    ``entity_count(ns)`` feed stats.
-6. Nightly enrichment (004, maintenance.py): ``accurate = make_pipeline("accurate", llm=llm)``;
+6. Nightly enrichment (004, core/jobs.py): ``accurate = make_pipeline("accurate", llm=llm)``;
    skip when ``not accurate_extra(accurate)``; for memories with few entities
    (``len(index.entities_of(...)[id]) <= 2``) call ``link_mentions`` with
    ``accurate.extract(content, strict=True)`` (additive; the fast links stay; a failing LLM

@@ -43,7 +43,7 @@ from clawmemory.llm.base import Message, Usage
 
 if TYPE_CHECKING:
     from clawmemory.config import HistorySettings
-    from clawmemory.engine import Memory
+    from clawmemory.core.local import LocalMemory
 
 __all__ = ["SUMMARY_SOURCES", "Conversation", "History", "history_store"]
 
@@ -53,7 +53,7 @@ SUMMARY_SOURCES = {"compaction": "compaction", "end": "session-end"}
 HISTORY_KEY = "history_key"  # metadata of a summary memory: the conversation it summarises
 
 
-def history_store(mem: Memory) -> HistoryStore:
+def history_store(mem: LocalMemory) -> HistoryStore:
     """The history store of ``mem``'s namespace: the store's messages tables on SQLite and
     PostgreSQL, nothing on the ``none`` backend (memory disabled), and a store kept in this
     process for the others (their files have no place for messages: said in docs/history.md).
@@ -74,7 +74,7 @@ class History:
 
     def __init__(
         self,
-        mem: Memory,
+        mem: LocalMemory,
         *,
         store: HistoryStore | None = None,
         settings: HistorySettings | None = None,
@@ -320,7 +320,7 @@ class Conversation:
     def _hygiene(self) -> int:
         if not self.history.settings.hygiene_on_compact:
             return 0
-        from clawmemory.lifecycle import hygiene_purge
+        from clawmemory.core.lifecycle import hygiene_purge
 
         try:
             counts = hygiene_purge(self.history.mem).counts  # archived, or deleted by policy

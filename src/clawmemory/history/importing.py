@@ -22,7 +22,7 @@ from clawmemory.history.conversation import history_store
 from clawmemory.llm.base import Message
 
 if TYPE_CHECKING:
-    from clawmemory.engine import Memory
+    from clawmemory.core.local import LocalMemory
 
 __all__ = ["HistoryImport", "import_history"]
 
@@ -41,7 +41,7 @@ class HistoryImport:
                 "present": self.present}
 
 
-def import_history(mem: Memory, history: Mapping[str, Sequence[Message]], *,
+def import_history(mem: LocalMemory, history: Mapping[str, Sequence[Message]], *,
                    dry_run: bool = False) -> HistoryImport:
     """Append each conversation of ``history`` to ``mem``'s history store (its namespace), in
     order; ``dry_run`` only counts. One transaction per conversation where the backend has

@@ -31,7 +31,7 @@ from clawmemory.errors import InvalidInputError
 from clawmemory.validation import check_label
 
 if TYPE_CHECKING:
-    from clawmemory.engine import Memory
+    from clawmemory.core.local import LocalMemory
 
 __all__ = [
     "SessionCompleted",
@@ -85,7 +85,7 @@ class SessionManager(Generic[S]):
         self,
         factory: Callable[[str], S],
         *,
-        mem: Memory | None = None,
+        mem: LocalMemory | None = None,
         idle_s: float | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -148,7 +148,7 @@ class SessionManager(Generic[S]):
         """004: a session id seen for the first time completes every pending earlier one."""
         if self._mem is None:
             return []
-        from clawmemory.ingest import pending_sessions, register_session
+        from clawmemory.core.ingest import pending_sessions, register_session
 
         if not register_session(self._mem, sid):
             return []

@@ -1,5 +1,5 @@
 """Token accounting: ``MeteredLLM`` wraps any ``LLM`` and adds up what its calls cost, so a job
-run (maintenance.py) or an agent turn can record the tokens it spent."""
+run (core/jobs.py) or an agent turn can record the tokens it spent."""
 
 from __future__ import annotations
 

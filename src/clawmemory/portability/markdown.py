@@ -29,7 +29,7 @@ from clawmemory.portability._common import Progress, iso, tick
 from clawmemory.portability.frontmatter import dump_front_matter, split_front_matter
 
 if TYPE_CHECKING:
-    from clawmemory.engine import Memory
+    from clawmemory.core.local import LocalMemory
 
 __all__ = ["MarkdownMirror", "export_markdown", "mirror_all", "note_slug", "render_note"]
 
@@ -87,7 +87,7 @@ def render_note(record: MemoryRecord, links: Sequence[str] = ()) -> str:
     return dump_front_matter(note_fields(record, links)) + "\n" + record.content.strip() + "\n"
 
 
-def _all_records(mem: Memory) -> list[MemoryRecord]:
+def _all_records(mem: LocalMemory) -> list[MemoryRecord]:
     """Every memory of the namespace, invalidated ones included (as the JSON export does)."""
     records: list[MemoryRecord] = []
     flt = Filter(include_invalid=True)
@@ -104,7 +104,9 @@ def _write_atomic(target: Path, text: str) -> None:
     private.atomic_write(target, text.encode("utf-8"), fsync=False)
 
 
-def export_markdown(mem: Memory, out_dir: str | Path, *, progress: Progress | None = None) -> int:
+def export_markdown(
+    mem: LocalMemory, out_dir: str | Path, *, progress: Progress | None = None
+) -> int:
     """Write every memory of ``mem``'s namespace as a 002 Markdown tree under ``out_dir`` (which
     must not exist or be empty: an export never overwrites notes). Returns the number written."""
     root = Path(out_dir)
@@ -233,7 +235,7 @@ def _note_id(path: Path) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def mirror_all(mem: Memory, out_dir: str | Path) -> int:
+def mirror_all(mem: LocalMemory, out_dir: str | Path) -> int:
     """Rebuild a mirror folder from every memory of ``mem``'s namespace (invalidated ones
     included); notes of memories that no longer exist are removed. Returns the count written."""
     return MarkdownMirror(out_dir).sync(_all_records(mem))

@@ -17,7 +17,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, StringConstraints
 from clawmemory.model import Hit, MemoryRecord
 
 if TYPE_CHECKING:
-    from clawmemory.engine import Memory
+    from clawmemory.core.local import LocalMemory
 
 __all__ = [
     "MAX_RESULTS",
@@ -54,7 +54,7 @@ class ToolArgs(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-Handler = Callable[["Memory", Any], ToolResult]
+Handler = Callable[["LocalMemory", Any], ToolResult]
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field, field_validator, model_validator
 
 from clawmemory.config import ConsolidationSettings
+from clawmemory.core.ingest import is_session_consolidated, mark_session_consolidated
 from clawmemory.errors import InvalidInputError
-from clawmemory.ingest import is_session_consolidated, mark_session_consolidated
 from clawmemory.model import MemoryRecord
 from clawmemory.tools.base import (
     MAX_RESULTS,
@@ -26,7 +26,7 @@ from clawmemory.tools.base import (
 )
 
 if TYPE_CHECKING:
-    from clawmemory.engine import Memory
+    from clawmemory.core.local import LocalMemory
 
 __all__ = [
     "CONFLICT_CONFIDENCE",
@@ -117,7 +117,7 @@ class ResolveArgs(ToolArgs):
 
 
 # --- handlers -----------------------------------------------------------------------------------
-def episodes(mem: Memory, args: EpisodesArgs) -> ToolResult:
+def episodes(mem: LocalMemory, args: EpisodesArgs) -> ToolResult:
     size = mem.settings.consolidation.episodes_page_size
     records = mem.list(kind="episode", session_id=args.session_id, order="oldest",
                        limit=size, offset=args.page * size)
@@ -133,7 +133,7 @@ def episodes(mem: Memory, args: EpisodesArgs) -> ToolResult:
     return ToolResult(text, data)
 
 
-def _duplicate_of(mem: Memory, content: str) -> MemoryRecord | None:
+def _duplicate_of(mem: LocalMemory, content: str) -> MemoryRecord | None:
     cfg = mem.settings.consolidation
     hits = mem.recall(content, kind="fact", limit=cfg.dedup_candidates, touch=False)
     for h in hits:
@@ -142,7 +142,7 @@ def _duplicate_of(mem: Memory, content: str) -> MemoryRecord | None:
     return None
 
 
-def save_facts(mem: Memory, args: FactsBatchArgs) -> ToolResult:
+def save_facts(mem: LocalMemory, args: FactsBatchArgs) -> ToolResult:
     facts = [FactIn.model_validate({"content": f}) if isinstance(f, str) else f
              for f in args.facts]
     seen: set[str] = set()
@@ -174,21 +174,21 @@ def save_facts(mem: Memory, args: FactsBatchArgs) -> ToolResult:
     return ToolResult(text, {"saved": saved, "skipped": skipped})
 
 
-def mark(mem: Memory, args: SessionArgs) -> ToolResult:
+def mark(mem: LocalMemory, args: SessionArgs) -> ToolResult:
     changed = mark_session_consolidated(mem, args.session_id)
     text = (f"Session {args.session_id} marked as consolidated." if changed
             else f"Session {args.session_id} was already consolidated.")
     return ToolResult(text, {"session_id": args.session_id, "changed": changed})
 
 
-def is_consolidated(mem: Memory, args: SessionArgs) -> ToolResult:
+def is_consolidated(mem: LocalMemory, args: SessionArgs) -> ToolResult:
     done = is_session_consolidated(mem, args.session_id)
     text = (f"Session {args.session_id} is already consolidated." if done
             else f"Session {args.session_id} is not consolidated yet.")
     return ToolResult(text, {"session_id": args.session_id, "consolidated": done})
 
 
-def conflicts(mem: Memory, args: ConflictArgs) -> ToolResult:
+def conflicts(mem: LocalMemory, args: ConflictArgs) -> ToolResult:
     own = mem.get(args.fact_id) if args.fact_id is not None else None
     content = own.content if own is not None else str(args.content)
     hits = [h for h in mem.recall(content, kind="fact", limit=args.limit + 1, touch=False)
@@ -201,7 +201,7 @@ def conflicts(mem: Memory, args: ConflictArgs) -> ToolResult:
     return ToolResult(text, {"fact": content, "candidates": results})
 
 
-def resolve(mem: Memory, args: ResolveArgs) -> ToolResult:
+def resolve(mem: LocalMemory, args: ResolveArgs) -> ToolResult:
     old, new = mem.get(args.old_fact_id), mem.get(args.new_fact_id)
     if old.id == new.id:
         raise InvalidInputError("a fact cannot supersede itself")

@@ -25,7 +25,7 @@ from clawmemory.tools.base import (
 from clawmemory.validation import MAX_OFFSET
 
 if TYPE_CHECKING:
-    from clawmemory.engine import Memory
+    from clawmemory.core.local import LocalMemory
 
 __all__ = ["MEMORY_OPERATIONS", "links_of", "render_record"]
 
@@ -193,7 +193,7 @@ def render_record(r: MemoryRecord, relevance: float | None = None) -> str:
     return f"[id:{r.id}] [{r.kind}] {r.content}{tail}"
 
 
-def links_of(mem: Memory, record: MemoryRecord, limit: int = 20) -> list[str]:
+def links_of(mem: LocalMemory, record: MemoryRecord, limit: int = 20) -> list[str]:
     """Keys (ids where a memory has no key) of the memories linked to ``record``."""
     return [n.key or n.id for n in mem.neighbors(record.id, limit=limit)]
 
@@ -203,7 +203,7 @@ def _records_text(records: list[MemoryRecord], empty: str) -> str:
 
 
 # --- handlers -----------------------------------------------------------------------------------
-def store(mem: Memory, args: StoreArgs) -> ToolResult:
+def store(mem: LocalMemory, args: StoreArgs) -> ToolResult:
     targets = _link_targets(mem, args.links, args.key)  # before writing: no half-linked memory
     existed = args.key is not None and _exists(mem, args.key)
     mid = mem.store(
@@ -221,7 +221,7 @@ def store(mem: Memory, args: StoreArgs) -> ToolResult:
     return ToolResult(text, data)
 
 
-def _exists(mem: Memory, id_or_key: str) -> bool:
+def _exists(mem: LocalMemory, id_or_key: str) -> bool:
     try:
         mem.get(id_or_key)
     except NotFoundError:
@@ -229,7 +229,7 @@ def _exists(mem: Memory, id_or_key: str) -> bool:
     return True
 
 
-def _link_targets(mem: Memory, links: list[str], key: str | None) -> list[tuple[str, str]]:
+def _link_targets(mem: LocalMemory, links: list[str], key: str | None) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for name in dict.fromkeys(s.strip() for s in links):
         if not name:
@@ -243,7 +243,7 @@ def _link_targets(mem: Memory, links: list[str], key: str | None) -> list[tuple[
     return out
 
 
-def recall(mem: Memory, args: RecallArgs) -> ToolResult:
+def recall(mem: LocalMemory, args: RecallArgs) -> ToolResult:
     hits = mem.recall(
         args.query, limit=args.limit, kind=args.kind, tags=args.tags, session_id=args.session_id,
         exclude_session_id=args.exclude_session_id, metadata=args.metadata, mode=args.mode,
@@ -261,13 +261,13 @@ def recall(mem: Memory, args: RecallArgs) -> ToolResult:
     return ToolResult(text, {"query": args.query, "count": len(results), "results": results})
 
 
-def get(mem: Memory, args: IdArgs) -> ToolResult:
+def get(mem: LocalMemory, args: IdArgs) -> ToolResult:
     record = mem.get(args.id)
     data = {"memory": record_data(record), "links": links_of(mem, record)}
     return ToolResult(render_record(record), data)
 
 
-def list_(mem: Memory, args: ListArgs) -> ToolResult:
+def list_(mem: LocalMemory, args: ListArgs) -> ToolResult:
     records = mem.list(
         kind=args.kind, tags=args.tags, session_id=args.session_id, source=args.source,
         limit=args.limit, offset=args.offset, order=args.order, **args.times(),
@@ -283,13 +283,13 @@ def list_(mem: Memory, args: ListArgs) -> ToolResult:
     return ToolResult(text, data)
 
 
-def update(mem: Memory, args: UpdateArgs) -> ToolResult:
+def update(mem: LocalMemory, args: UpdateArgs) -> ToolResult:
     record = mem.update(args.id, content=args.content, tags=args.tags, metadata=args.metadata,
                         kind=as_kind(args.kind) if args.kind else None)
     return ToolResult(f"Updated memory {render_record(record)}", {"memory": record_data(record)})
 
 
-def forget(mem: Memory, args: IdArgs) -> ToolResult:
+def forget(mem: LocalMemory, args: IdArgs) -> ToolResult:
     done = mem.forget(args.id)
     text = f"Forgot memory {render_record(done.record)}"
     if tail := done.went_with():
@@ -297,7 +297,7 @@ def forget(mem: Memory, args: IdArgs) -> ToolResult:
     return ToolResult(text, {"memory": record_data(done.record), **done.to_dict()})
 
 
-def link(mem: Memory, args: LinkArgs) -> ToolResult:
+def link(mem: LocalMemory, args: LinkArgs) -> ToolResult:
     a, b = mem.get(args.from_id), mem.get(args.to_id)  # NotFoundError names the missing one
     if a.id == b.id:
         raise InvalidInputError("a memory cannot link to itself")
@@ -316,37 +316,37 @@ def link(mem: Memory, args: LinkArgs) -> ToolResult:
     return ToolResult(text, {**data, "changed": changed})
 
 
-def reinforce(mem: Memory, args: IdArgs) -> ToolResult:
+def reinforce(mem: LocalMemory, args: IdArgs) -> ToolResult:
     r = mem.reinforce(args.id)
     text = f"Reinforced [id:{r.id}]; score is now {r.score}."
     return ToolResult(text, {"memory": record_data(r)})
 
 
-def demote(mem: Memory, args: IdArgs) -> ToolResult:
+def demote(mem: LocalMemory, args: IdArgs) -> ToolResult:
     r = mem.demote(args.id)
     text = f"Demoted [id:{r.id}]; score is now {r.score}."
     return ToolResult(text, {"memory": record_data(r)})
 
 
-def confirm(mem: Memory, args: IdArgs) -> ToolResult:
+def confirm(mem: LocalMemory, args: IdArgs) -> ToolResult:
     r = mem.confirm(args.id)
     return ToolResult(f"Confirmed [id:{r.id}]; it is now protected from decay.",
                       {"memory": record_data(r)})
 
 
-def correct(mem: Memory, args: CorrectArgs) -> ToolResult:
+def correct(mem: LocalMemory, args: CorrectArgs) -> ToolResult:
     new = mem.correct(args.id, args.new_content, reason=args.reason)
     text = f"Corrected: {render_record(new)} replaces [id:{new.supersedes}]."
     return ToolResult(text, {"memory": record_data(new), "replaced": new.supersedes})
 
 
-def history(mem: Memory, args: IdArgs) -> ToolResult:
+def history(mem: LocalMemory, args: IdArgs) -> ToolResult:
     chain = mem.history(args.id)
     text = "\n".join(f"{i}. {render_record(r)}" for i, r in enumerate(chain, start=1))
     return ToolResult(text, {"chain": [record_data(r) for r in chain]})
 
 
-def stats(mem: Memory, args: NoArgs) -> ToolResult:
+def stats(mem: LocalMemory, args: NoArgs) -> ToolResult:
     s = mem.stats()
     kinds = ", ".join(f"{k}: {n}" for k, n in sorted(s["by_kind"].items())) or "none"
     newest = _when(s["newest"])
@@ -360,7 +360,7 @@ def _when(ts: float | None) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def entity(mem: Memory, args: EntityArgs) -> ToolResult:
+def entity(mem: LocalMemory, args: EntityArgs) -> ToolResult:
     info = mem.entity_info(args.name, limit=args.limit)
     memories = [record_data(r) for r in info["memories"] if r.is_valid]
     data = {**info, "memories": memories}
@@ -371,11 +371,11 @@ def entity(mem: Memory, args: EntityArgs) -> ToolResult:
     return ToolResult("\n".join(lines), data)
 
 
-def index(mem: Memory, args: NoArgs) -> ToolResult:
+def index(mem: LocalMemory, args: NoArgs) -> ToolResult:
     # The full-text index follows every write by itself (triggers); only vectors can lag behind.
-    if mem.components.vectors() is None:
+    if mem.parts.vectors.vectors() is None:
         text = ("The full-text index is up to date; vector search is not configured "
-                f"({mem.components.vector_status()}), so there was nothing to rebuild.")
+                f"({mem.parts.vectors.vector_status()}), so there was nothing to rebuild.")
         return ToolResult(text, {"embedded": 0, "vectors": False})
     done = mem.backfill()
     return ToolResult(f"Index rebuilt: embedded {done} memories that had no vector.",

@@ -35,7 +35,7 @@ from clawmemory.tools.dialects import (
 from clawmemory.tools.operations import MEMORY_OPERATIONS
 
 if TYPE_CHECKING:
-    from clawmemory.engine import Memory
+    from clawmemory.core.local import LocalMemory
 
 __all__ = [
     "OPERATIONS",
@@ -170,7 +170,7 @@ def _dialect_tool(dialect: str, entry: DialectEntry) -> DialectTool:
 
 # --- calling ------------------------------------------------------------------------------------
 def call_tool(
-    mem: Memory, name: str, args: Mapping[str, Any] | str | None = None, *,
+    mem: LocalMemory, name: str, args: Mapping[str, Any] | str | None = None, *,
     dialect: str = DEFAULT_DIALECT,
 ) -> ToolResult:
     """Call ``name`` as ``dialect`` defines it. ``args`` is a mapping or the JSON text of one
@@ -185,7 +185,7 @@ def call_tool(
                       "clawmemory log.")
 
 
-def _call(mem: Memory, name: str, args: Mapping[str, Any] | str | None,
+def _call(mem: LocalMemory, name: str, args: Mapping[str, Any] | str | None,
           dialect: str) -> ToolResult:
     try:
         key = resolve_dialect(dialect)
@@ -206,7 +206,7 @@ def _call(mem: Memory, name: str, args: Mapping[str, Any] | str | None,
     return _run(mem, name, route, op, parsed)
 
 
-def _run(mem: Memory, name: str, route: ToolMap, op: ToolSpec, parsed: Any) -> ToolResult:
+def _run(mem: LocalMemory, name: str, route: ToolMap, op: ToolSpec, parsed: Any) -> ToolResult:
     try:
         result = op.handler(mem, parsed)
     except ClawMemoryError as exc:

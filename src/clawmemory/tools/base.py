@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, StringConstraints
 
 from clawmemory.model import Hit, MemoryRecord
+from clawmemory.tools.jsonschema import clean_schema
 
 if TYPE_CHECKING:
     from clawmemory.core.local import LocalMemory
@@ -69,8 +70,6 @@ class ToolSpec:
 
     def input_schema(self) -> dict[str, Any]:
         """The input model as a plain JSON schema (no $refs, titles or null branches)."""
-        from clawmemory.tools.schemas import clean_schema
-
         return clean_schema(self.input_model.model_json_schema())
 
 

@@ -1,11 +1,11 @@
 """Mutation testing of the core modules (not a test, not CI: hours on two cores).
 
     .venv/bin/python bench/mutation.py                      # every core module, one after another
-    .venv/bin/python bench/mutation.py lifecycle tools      # some of them
-    .venv/bin/python bench/mutation.py --resume lifecycle   # only the mutants without a result
-    .venv/bin/python bench/mutation.py --survivors lifecycle  # the survivors again, after new tests
+    .venv/bin/python bench/mutation.py core tools      # some of them
+    .venv/bin/python bench/mutation.py --resume core   # only the mutants without a result
+    .venv/bin/python bench/mutation.py --survivors core  # the survivors again, after new tests
     .venv/bin/python bench/mutation.py --report             # the scores of what has run, no run
-    .venv/bin/python bench/mutation.py --sample 60 store    # 60 mutants drawn at random (seeded)
+    .venv/bin/python bench/mutation.py --sample 60 backends # 60 mutants drawn at random (seeded)
 
 mutmut (the ``[tool.mutmut]`` table in pyproject.toml) copies ``src/`` into ``mutants/`` with
 every small change ("mutant") of every function of the core modules built in, runs the whole
@@ -22,7 +22,7 @@ Two things this script adds to a plain ``mutmut run``:
   (mutmut picks the active mutant from the environment the subprocess inherits). While mutmut
   learns which test calls what, ``PYTHONPATH`` is left unset: a subprocess cannot report its
   calls back, and the mutated code would look for mutmut's settings in the test's directory.
-- It runs one module at a time (a ``mutmut run 'clawmemory.lifecycle.*'`` each) and prints
+- It runs one module at a time (a ``mutmut run 'clawmemory.core.*'`` each) and prints
   the score per module: killed / survived / timeout / no tests, and the share caught
   ((killed + timeout) / checked, mutmut's own score).
 """
@@ -50,14 +50,13 @@ SAMPLE = MUTANTS / "sample.json"
 # Module name -> the mutant-name pattern mutmut selects it by. Order: the modules nobody
 # changes often first; search (being reworked) last.
 MODULES: dict[str, str] = {
-    "lifecycle": "clawmemory.core.lifecycle.*",
-    "maintenance": "clawmemory.core.jobs.*",
     "context": "clawmemory.context.*",
     "tools": "clawmemory.tools.*",
     "portability": "clawmemory.portability.*",
     "vectors": "clawmemory.vectors.*",
     "backends": "clawmemory.backends.*",
-    "engine": "clawmemory.core.*",  # the engine's collaborators (the façade only delegates)
+    # The engine's collaborators (the façade only delegates), lifecycle and jobs included.
+    "core": "clawmemory.core.*",
     "search": "clawmemory.search.*",
 }
 

@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING
 
 from clawmemory.agent.loop import Agent, AgentReply, agent_history
 from clawmemory.backends.base import RunRecord
+from clawmemory.cognition.steps import consolidate_these
+from clawmemory.core.jobs import JobContext, run_job
 from clawmemory.errors import ClawMemoryError, LLMUnavailableError
 from clawmemory.history import (
     SessionCompleted,
@@ -111,8 +113,6 @@ class ConsolidationWorker:
 
     def _step(self, session_id: str) -> Callable[[LocalMemory, JobContext], dict[str, int]]:
         """The consolidate step for one session, holding the queue when the model is down."""
-        from clawmemory.cognition.steps import consolidate_these
-
         step = consolidate_these([session_id])
 
         def consolidate(mem: LocalMemory, ctx: JobContext) -> dict[str, int]:
@@ -125,8 +125,6 @@ class ConsolidationWorker:
         return consolidate
 
     def _consolidate(self, session_id: str) -> None:
-        from clawmemory.core.jobs import JobContext, run_job
-
         if self._down is not None:
             with self._lock:
                 self._seen.discard(session_id)  # still pending: a later switch tries again

@@ -26,6 +26,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from clawmemory.backends.registry import backend_of
+from clawmemory.core.lifecycle import hygiene_purge
 from clawmemory.errors import ClawMemoryError, InvalidInputError
 from clawmemory.history.base import EPISODE_ID, HistoryStore, check_key, check_message
 from clawmemory.history.compaction import (
@@ -320,8 +321,6 @@ class Conversation:
     def _hygiene(self) -> int:
         if not self.history.settings.hygiene_on_compact:
             return 0
-        from clawmemory.core.lifecycle import hygiene_purge
-
         try:
             counts = hygiene_purge(self.history.mem).counts  # archived, or deleted by policy
             return counts.get("hygiene_archived", 0) + counts.get("hygiene_deleted", 0)

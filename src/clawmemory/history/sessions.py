@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from clawmemory.core.ingest import pending_sessions, register_session
 from clawmemory.errors import InvalidInputError
 from clawmemory.validation import check_label
 
@@ -148,8 +149,6 @@ class SessionManager(Generic[S]):
         """004: a session id seen for the first time completes every pending earlier one."""
         if self._mem is None:
             return []
-        from clawmemory.core.ingest import pending_sessions, register_session
-
         if not register_session(self._mem, sid):
             return []
         return [SessionCompleted(old, sid) for old in pending_sessions(self._mem, sid)]

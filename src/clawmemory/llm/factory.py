@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 from clawmemory.config import LLMProviderName, LLMSettings
 from clawmemory.errors import ConfigError
 from clawmemory.llm.base import LLM
+from clawmemory.llm.cache import CachedLLM, ResponseCache
 
 if TYPE_CHECKING:
     from clawmemory.llm.anthropic import AnthropicLLM
@@ -62,8 +63,6 @@ def make_llm(settings: LLMSettings) -> LLM | None:
                    backoff_s=settings.backoff_s, default_max_tokens=settings.max_tokens)
     if not settings.response_cache:
         return llm
-    from clawmemory.llm.cache import CachedLLM, ResponseCache
-
     cache = ResponseCache(settings.resolved_cache_path(), ttl_s=settings.cache_ttl_s,
                           max_entries=settings.cache_max_entries)
     return CachedLLM(llm, cache)

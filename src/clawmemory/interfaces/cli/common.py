@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, ParamSpec, cast
 import typer
 
 from clawmemory.config import Backend, load_settings
-from clawmemory.engine import Memory
+from clawmemory.core.vectors import VectorWrites
 from clawmemory.errors import (
     AccessDeniedError,
     AuthenticationError,
@@ -42,6 +42,7 @@ from clawmemory.errors import (
     InvalidInputError,
     NotFoundError,
 )
+from clawmemory.memory import Memory
 from clawmemory.model import KIND_ALIASES, KINDS, Hit, MemoryRecord, legible
 
 if TYPE_CHECKING:  # rich is imported lazily: --json output never needs it
@@ -182,20 +183,22 @@ def open_memory(
             yield cast("Memory", remote)
         return
     backend = g.backend.value if g.backend else None
-    with open_local(g.db, g.namespace, backend, create=create) as mem:
-        if defer_vectors:
-            mem.components.vector_writes = "queue"
+    with open_local(g.db, g.namespace, backend, create=create,
+                    vector_writes="queue" if defer_vectors else "sync") as mem:
         yield mem
 
 
 @contextmanager
 def open_local(
-    db: str | Path | None, namespace: str | None, backend: str | None, *, create: bool = True
+    db: str | Path | None, namespace: str | None, backend: str | None, *, create: bool = True,
+    vector_writes: VectorWrites = "sync",
 ) -> Iterator[Memory]:
-    """Settings from the file and environment, with the command line on top (None = not given)."""
+    """Settings from the file and environment, with the command line on top (None = not given).
+    ``vector_writes="queue"``: writes leave their vectors to the background worker (a one-shot
+    command that stores must not load the model)."""
     settings = load_settings(db=db, namespace=namespace, backend=backend)
     configure_logging(settings.log_level)
-    with Memory.open(settings=settings, create=create) as mem:
+    with Memory.open(settings=settings, create=create, vector_writes=vector_writes) as mem:
         yield mem
 
 

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from clawmemory.engine import Memory
 from clawmemory.errors import NotFoundError
 from clawmemory.interfaces.cli.common import (
     globals_of,
@@ -21,6 +20,7 @@ from clawmemory.interfaces.cli.common import (
     print_json,
     records_table,
 )
+from clawmemory.memory import Memory
 from clawmemory.model import Hit, Kind
 
 if TYPE_CHECKING:

@@ -18,7 +18,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from clawmemory.backends.base import RunRecord
-from clawmemory.engine import Memory
+from clawmemory.core.jobs import (
+    JOBS,
+    ScheduledJob,
+    Scheduler,
+)
 from clawmemory.errors import NotFoundError
 from clawmemory.interfaces.cli.common import (
     EXIT_FAILED,
@@ -34,11 +38,7 @@ from clawmemory.interfaces.cli.common import (
     print_json,
     rendered,
 )
-from clawmemory.maintenance import (
-    JOBS,
-    ScheduledJob,
-    Scheduler,
-)
+from clawmemory.memory import Memory
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType

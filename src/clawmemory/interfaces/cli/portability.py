@@ -55,8 +55,8 @@ if TYPE_CHECKING:
     from rich.progress import Progress as RichProgress
     from rich.progress import TaskID
 
-    from clawmemory.engine import Memory
-    from clawmemory.engine_io import ImportReport
+    from clawmemory.memory import Memory
+    from clawmemory.model import ImportReport
 
 __all__ = ["ExportFormat", "register"]
 

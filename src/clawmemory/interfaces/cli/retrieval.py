@@ -30,7 +30,7 @@ log = logging.getLogger("clawmemory")
 __all__ = ["catch_up_vectors", "register"]
 
 if TYPE_CHECKING:
-    from clawmemory.engine import Memory
+    from clawmemory.memory import Memory
 
 # A recall that loads the model anyway embeds this many queued memories first (~4 ms each), so
 # `clawmem add` then `clawmem recall` finds the new memory by meaning too; more waits for
@@ -40,8 +40,8 @@ CATCH_UP_LIMIT = 200
 
 def catch_up_vectors(mem: Memory) -> None:
     """Embed what `clawmem add` queued, when there is little of it and the model works."""
-    waiting = mem.components.queued(mem.namespace)
-    if not waiting or mem.components.vectors() is None:
+    waiting = mem.parts.vectors.queued(mem.namespace)
+    if not waiting or mem.parts.vectors.vectors() is None:
         return
     if waiting > CATCH_UP_LIMIT:
         log.warning("%d memories wait for their vector; `clawmem backfill` embeds them (until"

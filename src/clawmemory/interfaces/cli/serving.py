@@ -85,7 +85,7 @@ def mcp_cmd(ctx: typer.Context, dialect: DialectOpt = DEFAULT_DIALECT,
     with open_memory(ctx, local=True) as mem, _stop_on_sigterm():
         server = build_server(mem, key, all_tools=all_tools)
         log.info("serving MCP on stdio: dialect %s, namespace %s, database %s; %s", key,
-                 mem.namespace, mem.settings.db_label(), mem.components.warm_note)
+                 mem.namespace, mem.settings.db_label(), mem.parts.vectors.warm_note)
         serve_stdio(server)
 
 
@@ -165,7 +165,7 @@ def _announce(ctx: typer.Context, mem: Any, base: str, dialect: str, keyed: bool
     data: dict[str, Any] = {"url": f"{base}/mcp", "rest": f"{base}/v1",
                             "inspector": f"{base}/", "dialect": dialect,
                             "namespace": mem.namespace, "db": str(mem.settings.db_label()),
-                            "api_keys": keyed, "warm_up": mem.components.warm_note}
+                            "api_keys": keyed, "warm_up": mem.parts.vectors.warm_note}
     auth = "API keys required" if keyed else "no API keys: loopback only"
     line = (f"clawmemory MCP server at {data['url']} (REST API at {data['rest']}, inspector at"
             f" {data['inspector']}; {auth}; dialect {dialect}, namespace {mem.namespace},"

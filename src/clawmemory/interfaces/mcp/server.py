@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from mcp.shared.message import SessionMessage
 
     from clawmemory.config import ServerSettings
-    from clawmemory.engine import Memory
+    from clawmemory.memory import Memory
 
 __all__ = [
     "HTTP_PATH",

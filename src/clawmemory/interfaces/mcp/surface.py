@@ -27,7 +27,7 @@ from clawmemory.model import normalize_kind
 from clawmemory.tools.operations import render_record
 
 if TYPE_CHECKING:
-    from clawmemory.engine import Memory
+    from clawmemory.memory import Memory
     from clawmemory.tools import DialectTool
 
 __all__ = [

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from starlette.responses import Response
 
     from clawmemory.config import ServerSettings
-    from clawmemory.engine import Memory
+    from clawmemory.memory import Memory
 
 __all__ = ["ACCESS", "COOKIE", "NAMESPACE", "NAMESPACE_HEADER", "ASGIApp", "Receive", "Scope",
            "Send", "Service", "error_response", "is_web", "problem", "read_cursor",

@@ -22,6 +22,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from clawmemory.auth import Access, Role
+from clawmemory.core.jobs import JOBS
 from clawmemory.errors import AuthenticationError, ClawMemoryError, InvalidInputError
 from clawmemory.interfaces.rest.common import (
     ACCESS,
@@ -31,14 +32,13 @@ from clawmemory.interfaces.rest.common import (
     read_cursor,
     write_cursor,
 )
-from clawmemory.maintenance import JOBS
 from clawmemory.model import KINDS, legible
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
     from fastapi.templating import Jinja2Templates
 
-    from clawmemory.engine import Memory
+    from clawmemory.memory import Memory
 
 __all__ = ["install"]
 

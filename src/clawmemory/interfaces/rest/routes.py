@@ -54,7 +54,7 @@ from clawmemory.interfaces.rest.models import (
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-    from clawmemory.engine import Memory
+    from clawmemory.memory import Memory
 
 __all__ = ["install"]
 

@@ -3,6 +3,11 @@
 
 from __future__ import annotations
 
+import warnings
+
 from clawmemory.model import ALREADY_PRESENT, ImportReport
 
 __all__ = ["ALREADY_PRESENT", "ImportReport"]
+
+warnings.warn(f"{__name__} is deprecated and goes in the next release;"
+              " use clawmemory.core.transfers", DeprecationWarning, stacklevel=2)

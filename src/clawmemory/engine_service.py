@@ -3,6 +3,11 @@ maintenance methods now; ``ALL_JOBS`` is ``clawmemory.api.ALL_JOBS``. Kept for o
 
 from __future__ import annotations
 
+import warnings
+
 from clawmemory.api import ALL_JOBS
 
 __all__ = ["ALL_JOBS"]
+
+warnings.warn(f"{__name__} is deprecated and goes in the next release;"
+              " use clawmemory.core.graph", DeprecationWarning, stacklevel=2)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 from clawmemory.core.ingest import (
     SessionLedger,
     is_session_consolidated,
@@ -23,3 +25,6 @@ __all__ = [
     "reopen_sessions",
     "session_ledger",
 ]
+
+warnings.warn(f"{__name__} is deprecated and goes in the next release;"
+              " use clawmemory.core.ingest", DeprecationWarning, stacklevel=2)

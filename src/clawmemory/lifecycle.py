@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 from clawmemory.core.lifecycle import (
     DECAYED_AT,
     Change,
@@ -35,3 +37,6 @@ __all__ = [
     "run_decay",
     "scan",
 ]
+
+warnings.warn(f"{__name__} is deprecated and goes in the next release;"
+              " use clawmemory.core.lifecycle", DeprecationWarning, stacklevel=2)

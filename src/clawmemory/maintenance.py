@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 from clawmemory.core.jobs import (
     JOBS,
     NO_LLM,
@@ -45,3 +47,6 @@ __all__ = [
     "run_all",
     "run_job",
 ]
+
+warnings.warn(f"{__name__} is deprecated and goes in the next release;"
+              " use clawmemory.core.jobs", DeprecationWarning, stacklevel=2)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 from clawmemory.core.repair import (
     repair,
 )
@@ -9,3 +11,6 @@ from clawmemory.core.repair import (
 __all__ = [
     "repair",
 ]
+
+warnings.warn(f"{__name__} is deprecated and goes in the next release;"
+              " use clawmemory.core.repair", DeprecationWarning, stacklevel=2)

@@ -6,7 +6,7 @@ Three classes implement the protocols, none inheriting another: the local engine
 (``clawmemory.Memory``), the REST client (``client.RemoteMemory``) and the async wrapper
 (``client.AsyncMemory``, over either). Code that needs "a memory" types it as ``MemoryAPI``.
 A new operation is one method here (and its twin in ``AsyncMemoryAPI``), its implementations
-and one REST route; ``tests/test_api_parity.py`` fails until all of them exist with the same
+and one REST route; ``tests/core/test_api_parity.py`` fails until all of them exist with the same
 parameters.
 
 This module sits in the foundation layer: it imports only model, config and errors.

@@ -135,7 +135,7 @@ class Memory:
             remote = RemoteMemory(path, api_key=api_key or os.environ.get("CLAWMEM_API_KEY"),
                                   namespace=namespace, settings=settings)
             # RemoteMemory is no Memory: it implements MemoryAPI, every public operation
-            # (tests/test_api_parity.py). Typed as Memory so callers of open() keep one type.
+            # (tests/core/test_api_parity.py). Typed as Memory so callers of open() keep one type.
             return cast("Memory", remote)
         if settings is None:
             settings = load_settings(db=path, namespace=namespace, backend=backend)

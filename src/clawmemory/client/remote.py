@@ -3,7 +3,7 @@ REST API (httpx).
 
 ``Memory.open("http://host:8765", api_key=...)`` returns one, so code written against a local
 store runs unchanged against a server: every operation of ``MemoryAPI`` is here with the same
-signature (``tests/test_api_parity.py`` checks it; nothing is inherited from the engine),
+signature (``tests/core/test_api_parity.py`` checks it; nothing is inherited from the engine),
 returning the same types (``MemoryRecord``, ``Hit``, ``RunRecord``...) and raising the same
 errors, rebuilt from the server's problem details (``error`` names the type). Nothing
 is loaded in this process: no embedding model, no database.

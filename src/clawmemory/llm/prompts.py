@@ -1,5 +1,5 @@
 """Every prompt clawmemory sends to a language model, in one file, so a user can read (and
-docs/llm.md shows, checked by tests/test_llm_docs.py) exactly what a model is asked.
+docs/llm.md shows, checked by tests/llm/test_llm_docs.py) exactly what a model is asked.
 
 Conventions: a ``*_SYSTEM`` prompt says what the step is and the answer's format; the matching
 ``*_USER`` template carries the data, fenced by markers the data cannot close by accident, with

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pytest
+from test_lifecycle import make
 
 from clawmemory import InvalidInputError, Memory, NotFoundError, Settings
 from clawmemory.backends.base import Store
@@ -26,7 +27,6 @@ from clawmemory.model import KINDS, Kind
 from clawmemory.portability import read_source
 from clawmemory.tools import call_tool
 from conftest import DAY, START, Clock, backend_params
-from test_lifecycle import make
 
 KEYWORD = Settings(embedder={"provider": "none"})
 

@@ -23,7 +23,7 @@ from clawmemory import Memory, Settings
 from clawmemory.auth import Keys, key_store_for
 from rest_server import serving
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # Read at import: the suite's fixtures clear CLAWMEM_* variables before each test.
 ARTIFACTS = Path(os.environ.get("CLAWMEM_ARTIFACTS") or ROOT / "test-artifacts") / "inspector"
 REFRESH_DOCS = bool(os.environ.get("CLAWMEM_DOCS_SCREENSHOTS"))  # copy into docs/images

@@ -8,11 +8,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-
-from clawmemory import ImportFormatError, Memory
-from clawmemory.backends.sqlite.store import SQLiteStore
-from clawmemory.portability import read_devclaw_md
-from clawmemory.portability.frontmatter import dump_front_matter, split_front_matter
 from test_portability import (
     FM,
     MAX,
@@ -24,6 +19,11 @@ from test_portability import (
     quiet_settings,
     ts,
 )
+
+from clawmemory import ImportFormatError, Memory
+from clawmemory.backends.sqlite.store import SQLiteStore
+from clawmemory.portability import read_devclaw_md
+from clawmemory.portability.frontmatter import dump_front_matter, split_front_matter
 
 
 @pytest.fixture

@@ -15,11 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from clawmemory import ImportFormatError, Memory
-from clawmemory.model import KINDS
-from clawmemory.portability import export_markdown, read_source
-from clawmemory.snapshot import ParsedSnapshot
 from test_importers import MEM0_HISTORY_SCHEMA
 from test_portability import (  # noqa: F401  (sqlite_mem is a fixture)
     MAX,
@@ -29,6 +24,11 @@ from test_portability import (  # noqa: F401  (sqlite_mem is a fixture)
     build_sclaw,
     sqlite_mem,
 )
+
+from clawmemory import ImportFormatError, Memory
+from clawmemory.model import KINDS
+from clawmemory.portability import export_markdown, read_source
+from clawmemory.snapshot import ParsedSnapshot
 
 
 def read(fmt: str, path: Path) -> ParsedSnapshot:

@@ -17,11 +17,11 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import pytest
-from tests.conftest import Clock, backend_params
 
 from clawmemory import InvalidInputError, Memory, Settings
 from clawmemory.backends.base import Store
 from clawmemory.vectors.matrix import VectorMatrix
+from conftest import Clock, backend_params
 
 F32 = npt.NDArray[np.float32]
 

@@ -29,7 +29,7 @@ from clawmemory.tools import (
 )
 from conftest import Clock, memory_on
 
-PINNED = Path(__file__).with_name("pinned_tool_schemas.json")
+PINNED = Path(__file__).resolve().parents[1] / "pinned_tool_schemas.json"
 
 
 @pytest.fixture(autouse=True)

@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 from mcp import Client
-
-from clawmemory import Memory, Settings
-from clawmemory.tools import call_tool
 from test_cli import clawmem, ok
 from test_mcp import ok as mcp_ok
 from test_mcp import refused, run, stdio
+
+from clawmemory import Memory, Settings
+from clawmemory.tools import call_tool
 
 DAY = 86_400.0
 QUICK = Settings(embedder={"provider": "none"})

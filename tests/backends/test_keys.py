@@ -198,7 +198,7 @@ def test_the_first_key_says_what_it_locks_and_how_to_get_back_in(tmp_path: Path)
         first.stderr)
     hint = "clawmem keys create --namespace default --role write"
     assert hint in first.stderr and "clawmem keys list" in first.stderr
-    docs = (Path(__file__).parents[1] / "docs" / "rest.md").read_text(encoding="utf-8")
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "rest.md").read_text(encoding="utf-8")
     assert f"```text\n{first.stderr}```" in docs  # the note as rest.md shows it
     # A second key changes nothing that was open: it says nothing.
     assert _run(db, "keys", "create", "--namespace", "bob").stderr == ""

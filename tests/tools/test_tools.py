@@ -256,7 +256,7 @@ def test_dialect_argument_names_and_enums_are_the_specifications() -> None:
 
 
 def test_every_tool_of_every_dialect_is_documented() -> None:
-    doc = (Path(__file__).parents[1] / "docs" / "tools.md").read_text(encoding="utf-8")
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "tools.md").read_text(encoding="utf-8")
     for dialect in dialect_names():
         start = doc.index(f"## Dialect `{dialect}`")
         end = doc.find("\n## ", start + 1)

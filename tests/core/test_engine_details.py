@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_postgres import SECRETS, HashEmbedder, fill, snapshot
 from typer.testing import CliRunner
 
 from clawmemory import Filter, InvalidInputError, Memory, Settings
@@ -21,7 +22,6 @@ from clawmemory.backends.memory.store import MemoryStore
 from clawmemory.backends.none.store import NoneStore
 from clawmemory.backends.sqlite.store import SQLiteStore
 from conftest import DAY, Clock, backend_params, memory_on, postgres_url
-from test_postgres import SECRETS, HashEmbedder, fill, snapshot
 
 
 def _invoke(*args: str) -> Any:

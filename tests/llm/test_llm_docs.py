@@ -17,7 +17,7 @@ from clawmemory.config import (
 )
 from clawmemory.llm.prompts import PROMPTS
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 @pytest.mark.parametrize("name", sorted(PROMPTS))

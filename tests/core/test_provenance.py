@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
+from test_forget_for_real import file_bytes
 
 from clawmemory import Memory, NotFoundError, Settings
 from clawmemory.backends.base import Store
@@ -22,7 +23,6 @@ from clawmemory.llm.cache import ResponseCache
 from clawmemory.model import MemoryRecord
 from clawmemory.tools import call_tool
 from conftest import DAY, Clock, backend_params
-from test_forget_for_real import file_bytes
 
 
 def ids(records: Iterable[MemoryRecord]) -> set[str]:

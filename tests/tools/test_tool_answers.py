@@ -13,10 +13,10 @@ import re
 from typing import Any
 
 import pytest
+from test_tools import EXAMPLES, mem, seeded  # noqa: F401  (fixtures)
 
 from clawmemory import Memory
 from clawmemory.tools import call_tool
-from test_tools import EXAMPLES, mem, seeded  # noqa: F401  (fixtures)
 
 NOT_CONFIGURED = ("The full-text index is up to date; vector search is not configured (no "
                   "embedder configured: keyword and entity recall only), so there was nothing "

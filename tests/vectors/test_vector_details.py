@@ -16,8 +16,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import pytest
-from tests.conftest import Clock, backend_params, postgres_url
-from tests.test_vectors import HashEmbedder
+from test_vectors import HashEmbedder
 
 from clawmemory import Memory, Settings
 from clawmemory.backends.base import Store
@@ -28,6 +27,7 @@ from clawmemory.backends.registry import backend_of
 from clawmemory.backends.sqlite.store import SQLiteStore
 from clawmemory.errors import EmbeddingError
 from clawmemory.vectors.matrix import VectorMatrix
+from conftest import Clock, backend_params, postgres_url
 
 F32 = npt.NDArray[np.float32]
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from test_forget_for_real import file_bytes
 
 from clawmemory import LLMError, Memory, Settings
 from clawmemory.backends.sqlite.store import SQLiteStore
@@ -33,7 +34,6 @@ from clawmemory.llm.base import Message
 from clawmemory.llm.prompts import CONSOLIDATION_SYSTEM, SUMMARY_SYSTEM, SYNTHESIS_SYSTEM
 from conftest import DAY, Clock
 from llm_servers import ScriptedLLMServer, http_error, prompt_text, raw, slow, text
-from test_forget_for_real import file_bytes
 
 MakeMem = Callable[..., Memory]
 

@@ -558,7 +558,6 @@ def test_two_serve_replicas_on_one_database_see_each_others_writes(
     import anyio
     import mcp_types as types
     from mcp.client import Client
-
     from test_serving import served
 
     def text(result: types.CallToolResult) -> str:

@@ -372,6 +372,6 @@ def test_serve_warms_up_before_listening_and_embeds_the_queue(tmp_path: Path) ->
 def test_setup_script_exports_into_the_folder_the_library_reads() -> None:
     from clawmemory.embed.model_files import DEFAULT_FOLDER_NAME
 
-    script = (Path(__file__).resolve().parents[1] / "scripts" / "setup.sh").read_text()
+    script = (Path(__file__).resolve().parents[2] / "scripts" / "setup.sh").read_text()
     assert f"/clawmemory/models/{DEFAULT_FOLDER_NAME}/model.onnx" in script
     assert "python -m clawmemory.embed.model_files" in script

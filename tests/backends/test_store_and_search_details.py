@@ -1,6 +1,6 @@
 """More behaviours of the store and search modules that mutation testing found unpinned.
 
-Each test pins one behaviour exactly (see tests/test_pinned_core.py): PostgreSQL's defaults,
+Each test pins one behaviour exactly (see tests/core/test_engine_details.py): PostgreSQL's defaults,
 its refusal of a foreign schema and its keyword candidates, and the query's words
 and time expressions.
 """
@@ -13,6 +13,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from test_postgres import _options
 
 from clawmemory import Filter, Memory, Settings, StorageError
 from clawmemory.backends.postgres.search import SIZE_TTL_S
@@ -20,7 +21,6 @@ from clawmemory.backends.postgres.store import PostgresOptions, PostgresStore
 from clawmemory.search.sanitize import sanitize_terms
 from clawmemory.search.temporal import Period, event_time_from_text, query_periods
 from conftest import Clock, postgres_url
-from test_postgres import _options
 
 
 # --- PostgreSQL: options, schema ownership ------------------------------------------------------

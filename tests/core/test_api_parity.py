@@ -190,7 +190,7 @@ def test_every_operation_has_a_rest_route() -> None:
 
 def _conforms(local: Memory, remote: RemoteMemory,
               wrapped: AsyncMemory) -> tuple[MemoryAPI, MemoryAPI, AsyncMemoryAPI]:
-    # Checked by mypy (``mypy tests/test_api_parity.py``), types included: the engine's
+    # Checked by mypy (``mypy tests/core/test_api_parity.py``), types included: the engine's
     # conformance (client/remote.py and client/aio.py assert their own).
     return local, remote, wrapped
 

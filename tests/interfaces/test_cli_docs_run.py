@@ -27,9 +27,11 @@ BIN = Path(sys.executable).parent
 
 # A fragment of the line -> why it is not run here.
 SKIPPED = {
-    "--to postgresql://": "needs a PostgreSQL server (tests/backends/test_postgres.py copies for real)",
+    "--to postgresql://": ("needs a PostgreSQL server (tests/backends/test_postgres.py copies"
+                           " for real)"),
     "copy --from postgresql://": "needs a PostgreSQL server (tests/backends/test_postgres.py)",
-    "clawmem chat": "needs an LLM (tests/interfaces/test_chat_cli.py runs it against a scripted one)",
+    "clawmem chat": ("needs an LLM (tests/interfaces/test_chat_cli.py runs it against a"
+                     " scripted one)"),
     "serve --port": "a network server that runs until stopped (tests/interfaces/test_serving.py)",
 }
 # Lines that run until stopped: started, given a few seconds, then sent SIGTERM; they must

@@ -19,9 +19,9 @@ PACKAGE = SRC / "clawmemory"
 _LINT = ("import sys; from importlinter.cli import lint_imports;"
          " sys.exit(lint_imports(config_filename=sys.argv[1], no_cache=True, no_logo=True))")
 
-# Function-local imports of our own modules: only where one defers a heavy third-party library
-# (numpy, FastAPI, uvicorn, the MCP SDK...) off a cold path that must start fast, each named here
-# with its reason (docs/architecture.md, "Imports").
+# Function-local imports of our own modules: only where one keeps a heavy library (numpy, httpx,
+# FastAPI, uvicorn, the MCP SDK) or a rarely used layer off a path that must start fast, each
+# named here with its reason (docs/architecture.md, "Imports").
 NUMPY = "the vector modules load numpy, which a command that never embeds must not pay for"
 HTTPX = "the HTTP clients load httpx (~150 ms), which `import clawmemory` must not"
 DEFERRED: dict[str, str] = {
@@ -37,6 +37,10 @@ DEFERRED: dict[str, str] = {
     "clawmemory.llm.factory -> clawmemory.llm.anthropic": HTTPX,
     "clawmemory.llm.factory -> clawmemory.llm.openai": HTTPX,
     "clawmemory.interfaces.cli.serving -> clawmemory.interfaces.mcp": "the MCP SDK (~0.3 s)",
+    # Our own modules, kept off every start: what only a maintenance run or a configured
+    # Markdown mirror needs (cognition, history and tools ~0.2 s; every importer ~60 ms).
+    "clawmemory.memory -> clawmemory.cognition.steps": "the LLM steps, first maintenance run",
+    "clawmemory.memory -> clawmemory.portability.markdown": "the mirror, storage.mirror_dir",
     "clawmemory.interfaces.cli.serving -> clawmemory.interfaces.rest": "FastAPI and uvicorn",
 }
 

@@ -24,17 +24,16 @@ from clawmemory.api import ALL_JOBS
 from clawmemory.backends.base import ArchiveEntry, Link, RunRecord, Store
 from clawmemory.backends.registry import open_store
 from clawmemory.client.aio import install_opener
-from clawmemory.cognition.steps import default_steps
 from clawmemory.config import Settings, load_settings
 from clawmemory.core import ingest, jobs, repair
 from clawmemory.core.composition import Parts, StoreParts, compose, compose_store
 from clawmemory.core.legacy import Components
+from clawmemory.core.mirror import MirrorNotes
 from clawmemory.core.records import UNSET
 from clawmemory.core.vectors import VectorWrites
 from clawmemory.embed.base import Embedder
 from clawmemory.errors import ClawMemoryError, InvalidInputError
 from clawmemory.model import Forgotten, Hit, ImportReport, Kind, MemoryRecord, ParsedImport
-from clawmemory.portability.markdown import MarkdownMirror
 from clawmemory.search.access import close_tracker
 from clawmemory.text import stem
 from clawmemory.validation import check_limit, check_namespace, check_ref, check_store_items
@@ -92,7 +91,7 @@ class Memory:
             shared = compose_store(
                 store, self.settings, embedder=None if embedder is _UNSET else embedder,
                 embedder_given=embedder is not _UNSET, vector_writes=vector_writes,
-                mirror_factory=MarkdownMirror)
+                mirror_factory=markdown_mirror)
         self.parts: Parts = compose(shared, self.settings, self.namespace, clock)
 
     @property
@@ -540,9 +539,28 @@ class Memory:
         return self.parts.transfers.backfill(progress=progress, batch_size=batch_size)
 
 
-# The layers above the core, wired in once: the LLM steps of the maintenance jobs (cognition)
-# and what ``AsyncMemory.open`` opens (client).
-jobs.install_default_steps(default_steps())
+def llm_steps() -> Mapping[str, jobs.Step]:
+    """The LLM steps of the maintenance jobs (004 consolidation and reflection)."""
+    # Imported on the first maintenance run that asks for them: the steps bring cognition,
+    # history and tools (~0.2 s), which a command that only stores or recalls never needs.
+    from clawmemory.cognition.steps import default_steps
+
+    return default_steps()
+
+
+def markdown_mirror(root: Path) -> MirrorNotes:
+    """The Markdown mirror of one namespace (002's file store), when ``storage.mirror_dir``
+    is set."""
+    # Imported only when a mirror is configured: the portability package (every importer,
+    # ~60 ms) is no part of an ordinary start.
+    from clawmemory.portability.markdown import MarkdownMirror
+
+    return MarkdownMirror(root)
+
+
+# The layers above the core, wired in once: the LLM steps of the maintenance jobs (cognition,
+# loaded on first use) and what ``AsyncMemory.open`` opens (client).
+jobs.install_default_steps(llm_steps)
 install_opener(Memory.open)
 
 if TYPE_CHECKING:  # mypy proves the façade implements both protocols, signature by signature

@@ -100,20 +100,20 @@ class Skipped(Exception):  # noqa: N818 - it is an outcome, not an error
 
 
 Step = Callable[["LocalMemory", "JobContext"], Counts]
-_default_steps: dict[str, Step] = {}
+_step_loaders: list[Callable[[], Mapping[str, Step]]] = []
 
 
-def install_default_steps(steps: Mapping[str, Step]) -> None:
-    """Set the LLM steps a ``JobContext`` gets unless told otherwise. The cognition layer sits
-    above the core, so the core does not import it: the composition root (``clawmemory.memory``,
-    imported with ``clawmemory``) installs ``cognition.steps.default_steps()`` here."""
-    _default_steps.clear()
-    _default_steps.update(steps)
+def install_default_steps(load: Callable[[], Mapping[str, Step]]) -> None:
+    """Set what gives the LLM steps a ``JobContext`` gets unless told otherwise (called when a
+    context is made). The cognition layer sits above the core, so the core does not import
+    it: the composition root (``clawmemory.memory``, imported with ``clawmemory``) installs
+    ``cognition.steps.default_steps`` here."""
+    _step_loaders[:] = [load]
 
 
 def _cognition_steps() -> dict[str, Step]:
     """The LLM steps installed by default: 004 consolidation and reflection."""
-    return dict(_default_steps)
+    return {name: step for load in _step_loaders for name, step in load().items()}
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ import builtins
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from clawmemory.api import TIME_FIELDS, UNSET
 from clawmemory.backends.base import ORDERS, ArchiveEntry, Store
 from clawmemory.config import Settings
 from clawmemory.core.retrieval import checked_filter
@@ -30,9 +31,9 @@ from clawmemory.validation import (
 
 __all__ = ["COUNT_FILTERS", "UNSET", "Records"]
 
-UNSET: Any = object()  # "not given", where None means "clear it" (update's key, event_time)
+# count()'s filters: the time arguments (api.TIME_FIELDS, defined once) and these.
 COUNT_FILTERS = frozenset({"tags", "metadata", "session_id", "exclude_session_id", "source",
-                           "since", "until", "created_since", "created_until", "as_of"})
+                           *TIME_FIELDS})
 
 
 class Records:

@@ -16,12 +16,12 @@ from clawmemory.core.forgetting import Forgetting
 from clawmemory.core.graph import Graph
 from clawmemory.core.records import Records
 from clawmemory.core.retrieval import Retrieval
-from clawmemory.core.shared import ForgetHooks, StoreParts, compose_store
+from clawmemory.core.shared import StoreParts, compose_store
 from clawmemory.core.transfers import Transfers
 from clawmemory.core.vectors import VectorService
 from clawmemory.core.writes import WritePath
 
-__all__ = ["ForgetHooks", "Parts", "StoreParts", "compose", "compose_store"]
+__all__ = ["Parts", "StoreParts", "compose", "compose_store"]
 
 
 @dataclass(frozen=True)

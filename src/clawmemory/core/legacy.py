@@ -6,7 +6,7 @@ still works until then."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from clawmemory.backends.base import Store
@@ -84,6 +84,3 @@ class Components:
 
     def mirror(self, namespace: str) -> MirrorNotes | None:
         return self.shared.mirrors.of(namespace)
-
-    def on_forget_namespace(self, hook: Callable[[str], None]) -> None:
-        self.shared.forget_hooks.add(hook)

@@ -1,11 +1,9 @@
 """The parts of one open store, built once (``compose_store``) and shared by every namespace
-view: the vector side, the entity layer, the Markdown mirrors, the write lock and what layers
-above keep per namespace."""
+view: the vector side, the entity layer, the Markdown mirrors and the write lock."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from clawmemory.backends.base import Backend, Store
@@ -16,27 +14,7 @@ from clawmemory.core.mirror import MirrorFactory, Mirrors
 from clawmemory.core.vectors import VectorService, VectorWrites
 from clawmemory.embed.base import Embedder
 
-__all__ = ["ForgetHooks", "StoreParts", "compose_store"]
-
-
-class ForgetHooks:
-    """What layers above the engine keep per namespace outside the store (in-process history
-    and session ledgers): ``forget_namespace`` calls each hook with the namespace."""
-
-    def __init__(self) -> None:
-        self._hooks: list[Callable[[str], None]] = []
-        self._lock = threading.Lock()
-
-    def add(self, hook: Callable[[str], None]) -> None:
-        with self._lock:
-            if hook not in self._hooks:
-                self._hooks.append(hook)
-
-    def run(self, namespace: str) -> None:
-        with self._lock:
-            hooks = list(self._hooks)
-        for hook in hooks:
-            hook(namespace)
+__all__ = ["StoreParts", "compose_store"]
 
 
 @dataclass(frozen=True)
@@ -51,12 +29,11 @@ class StoreParts:
     mirrors: Mirrors
     # Serialises "find the previous turn + insert + link" on backends without transactions.
     write_lock: threading.RLock = field(default_factory=threading.RLock)
-    forget_hooks: ForgetHooks = field(default_factory=ForgetHooks)
 
     def forget_namespace_state(self, namespace: str) -> None:
-        """Drop what this process keeps for a namespace outside the store."""
-        self.backend.forget_namespace(namespace)  # what the backend keeps in this process
-        self.forget_hooks.run(namespace)
+        """Drop what this process keeps for a namespace outside the store (the in-process
+        history and session ledger of the in-RAM backends: their bundle's job)."""
+        self.backend.forget_namespace(namespace)
 
 
 def compose_store(

@@ -1,10 +1,11 @@
 """Settings: a TOML config file plus ``CLAWMEM_*`` environment variables, read at entry points only.
 
 Precedence (highest first): explicit arguments, environment (``CLAWMEM_DB``,
-``CLAWMEM_RECALL__RRF_K``; nested sections use ``__``), the config file (``CLAWMEM_CONFIG`` or
-``~/.clawmemory/config.toml``), then the defaults below, which are the specifications' numbers.
-Every number the specifications give is a named default here, documented once
-(docs/configuration.md).
+``CLAWMEM_RECALL__RRF_K``; nested sections use ``__``), the chosen profile's own variables and
+files (000's ``MEMORY_*``, 002's ``DEVCLAW_*``; ``profiles.py``), the config file
+(``CLAWMEM_CONFIG`` or ``~/.clawmemory/config.toml``), the profile's defaults, then the
+defaults below. Every number the specifications give is a named default here or in a profile,
+documented once (docs/configuration.md).
 
 Settings take effect or fail loudly: every value is range-checked, an unknown key (a typo in
 the file or a ``CLAWMEM_SECTION__KEY`` variable) and a setting that the other settings make
@@ -33,11 +34,14 @@ from pydantic import (
 )
 from pydantic_settings import (
     BaseSettings,
+    EnvSettingsSource,
+    InitSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
 
+from clawmemory import profiles
 from clawmemory.errors import ConfigError
 from clawmemory.validation import MAX_WEIGHT
 
@@ -63,6 +67,7 @@ __all__ = [
     "check_backend",
     "default_home",
     "load_settings",
+    "settings_origins",
     "zone",
 ]
 
@@ -252,6 +257,9 @@ class RecallSettings(Section):
     recency_per_day: float = Field(default=0.01, ge=0)  # 003
     recency_half_life_s: float = Field(default=0.0, ge=0)  # 000; only with recency = "half-life"
     stopwords: bool = True  # drop English function words from keyword queries (see sanitize.py)
+    # Keyword matches by stem (the index's porter stemmer: "running" finds "runs"). False
+    # (003): a keyword hit must hold one of the query's words as written.
+    stems: bool = True
     weight_key: float = Field(default=2.0, ge=0)  # 000: key matches weigh twice content matches
     weight_content: float = Field(default=1.0, ge=0)
     weight_tags: float = Field(default=1.5, ge=0)
@@ -279,6 +287,9 @@ class RecallSettings(Section):
                     self._inert(name, f'recall.fusion is "{self.fusion}"',
                                 f'set recall.fusion = "{formula}" to use it, or remove'
                                 f" recall.{name}")
+        if (self.recency_half_life_s > 0 and "recency" not in self.model_fields_set
+                and self.recency == "koshi"):
+            self.recency = "half-life"  # a half-life alone asks for 000's formula
         if self.recency != "half-life":
             self._inert("recency_half_life_s", f'recall.recency is "{self.recency}"',
                         'set recall.recency = "half-life" to use it, or remove '
@@ -396,6 +407,11 @@ class AgentSettings(Section):
 
     system_prompt: str | None = None  # None = prompts.AGENT_SYSTEM
     tools_dialect: str = "ptrclaw"  # 000's memory tools
+    # The memory put in front of each message: "ptrclaw" (000's [Memory context] block with
+    # linked neighbours), "devclaw" (002's "## Relevant Memories" layer within its token
+    # budget), "sandbox" (004: facts of earlier sessions) or "none" (003: the model recalls
+    # through its tools only).
+    context_style: Literal["ptrclaw", "devclaw", "sandbox", "none"] = "ptrclaw"
     max_tool_rounds: int = Field(default=8, ge=0, le=100)  # tool-call rounds per message
     temperature: float | None = Field(default=None, ge=0, le=2)  # None = the provider's
     enrich_limit: int = Field(default=5, ge=0, le=100)  # 000 recall_limit
@@ -512,13 +528,17 @@ class Settings(BaseSettings):
         env_prefix="CLAWMEM_",
         env_nested_delimiter="__",
         # Unknown keys in the config file are errors. (Unknown top-level CLAWMEM_* variables
-        # are never read: CLAWMEM_HOME, CLAWMEM_CONFIG and CLAWMEM_DEBUG are not settings.)
+        # are never read: CLAWMEM_CONFIG and CLAWMEM_DEBUG are not settings.)
         extra="forbid",
         validate_default=True,
         allow_inf_nan=False,
     )
 
-    # storage file, or a postgresql:// address; None = default_home()/memory.db (or .json)
+    # A specification's defaults under everything else (profiles.py; docs/configuration.md)
+    profile: str = profiles.DEFAULT_PROFILE
+    # Where files live when no path is given ($CLAWMEM_HOME); None = ~/.clawmemory
+    home: Path | None = None
+    # storage file, or a postgresql:// address; None = {home}/memory.db (or .json)
     db: Path | str | None = None
     namespace: str = Field(default="default", min_length=1, max_length=256)
     backend: str = Backend.SQLITE.value  # sqlite | memory | json | postgres | none
@@ -560,6 +580,15 @@ class Settings(BaseSettings):
             return value
         return Path(value)
 
+    @field_validator("profile")
+    @classmethod
+    def _known_profile(cls, value: str) -> str:
+        name = str(value).strip().lower()
+        if name not in profiles.PROFILES:
+            raise ValueError(f"unknown profile {value!r}; use one of: "
+                             f"{', '.join(profiles.profile_names())}")
+        return name
+
     @field_validator("backend")
     @classmethod
     def _known_backend(cls, value: str) -> str:
@@ -597,7 +626,13 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         toml = TomlConfigSettingsSource(settings_cls, toml_file=config_path())
-        return (init_settings, env_settings, toml)
+        return (init_settings, env_settings, profiles.SpecEnvironment(settings_cls, toml), toml,
+                profiles.ProfileDefaults(settings_cls))
+
+    def home_dir(self) -> Path:
+        """Where files live when no path is given: ``home``, else $CLAWMEM_HOME or
+        ~/.clawmemory."""
+        return Path(self.home).expanduser() if self.home is not None else default_home()
 
     def resolved_db(self) -> Path:
         if isinstance(self.db, str) and URL_SCHEME.match(self.db):
@@ -605,7 +640,7 @@ class Settings(BaseSettings):
         if self.db is not None:
             return Path(self.db).expanduser()
         suffix = ".json" if self.backend == Backend.JSON.value else ".db"
-        return default_home() / f"memory{suffix}"
+        return self.home_dir() / f"memory{suffix}"
 
 
     def db_label(self) -> str:
@@ -638,6 +673,61 @@ def load_settings(**overrides: Any) -> Settings:
         return Settings(**clean)
     except (OSError, ValueError) as exc:  # unreadable or malformed TOML
         raise ConfigError(f"cannot read config file {config_path()}: {exc}") from exc
+
+
+def settings_origins(**overrides: Any) -> tuple[Settings, dict[str, str]]:
+    """The settings ``load_settings(**overrides)`` builds, and where each value came from, by
+    dotted path: "given", a ``CLAWMEM_*`` variable, a profile's variable or file, the config
+    file, "profile NAME", or "default" (``clawmem config show``)."""
+    clean = {k: v for k, v in overrides.items() if v is not None}
+    settings = load_settings(**clean)
+    toml = TomlConfigSettingsSource(Settings, toml_file=config_path())
+    ranked: list[tuple[str, Any]] = [
+        ("given (command line or code)", lambda _: InitSettingsSource(Settings, clean)),
+        ("env", lambda _: EnvSettingsSource(Settings)),
+        ("spec", lambda above: profiles.SpecEnvironment(Settings, toml, above)),
+        (f"config file {config_path()}", lambda _: toml),
+        (f"profile {settings.profile}", lambda above: profiles.ProfileDefaults(Settings, above)),
+    ]
+    above: dict[str, Any] = {}
+    found: list[tuple[str, Any, dict[str, Any]]] = []
+    for label, make in ranked:
+        source = make(above)
+        values = source()
+        found.append((label, source, values))
+        above = _merged(values, above)
+    origins: dict[str, str] = {}
+    for path in _leaves(settings):
+        origins[path] = next((_label(label, source, path) for label, source, values in found
+                              if profiles.has(values, path)), "default")
+    return settings, origins
+
+
+def _merged(lower: dict[str, Any], higher: dict[str, Any]) -> dict[str, Any]:
+    out = dict(lower)
+    for key, value in higher.items():
+        out[key] = (_merged(out[key], value) if isinstance(value, dict)
+                    and isinstance(out.get(key), dict) else value)
+    return out
+
+
+def _leaves(model: BaseModel, prefix: str = "") -> list[str]:
+    paths: list[str] = []
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        if isinstance(value, Section):
+            paths.extend(_leaves(value, f"{prefix}{name}."))
+        else:
+            paths.append(prefix + name)
+    return paths
+
+
+def _label(label: str, source: Any, path: str) -> str:
+    if label == "env":
+        return "CLAWMEM_" + "__".join(path.split(".")).upper()
+    if isinstance(source, profiles.SpecEnvironment):
+        return source.origins.get(path, "the profile's environment")
+    return label
 
 
 def _describe(exc: ValidationError, model: type[BaseModel]) -> str:

@@ -32,7 +32,7 @@ from clawmemory.core.mirror import MirrorNotes
 from clawmemory.core.records import UNSET
 from clawmemory.core.vectors import VectorWrites
 from clawmemory.embed.base import Embedder
-from clawmemory.errors import ClawMemoryError, InvalidInputError
+from clawmemory.errors import ClawMemoryError, ConfigError, InvalidInputError
 from clawmemory.model import Forgotten, Hit, ImportReport, Kind, MemoryRecord, ParsedImport
 from clawmemory.search.access import close_tracker
 from clawmemory.text import stem
@@ -114,6 +114,7 @@ class Memory:
         read_only: bool = False,
         api_key: str | None = None,
         vector_writes: VectorWrites = "sync",
+        profile: str | None = None,
     ) -> Memory:
         """Open (creating if needed) a memory store. With no path, the default location under
         the user's home (``~/.clawmemory/memory.db``) or ``CLAWMEM_DB`` is used.
@@ -125,7 +126,11 @@ class Memory:
 
         ``path`` an ``http(s)://`` URL: the memory of a clawmemory server (``clawmem serve``)
         over its REST API, with the same methods (``client.RemoteMemory``); ``api_key``, or
-        ``CLAWMEM_API_KEY``, is sent as its bearer key."""
+        ``CLAWMEM_API_KEY``, is sent as its bearer key.
+
+        ``profile``: one specification's defaults under the user's own settings
+        ("ptrclaw", "sclaw", "devclaw", "koshi", "sandbox"; docs/profiles.md). With
+        ``settings``, give the profile there instead (``load_settings(profile=...)``)."""
         if isinstance(path, str) and path.startswith(("http://", "https://")):
             # Function-local: the remote client loads httpx, which `import clawmemory` must
             # not pay for (tests/test_exports.py).
@@ -137,8 +142,13 @@ class Memory:
             # (tests/core/test_api_parity.py). Typed as Memory so callers of open() keep one type.
             return cast("Memory", remote)
         if settings is None:
-            settings = load_settings(db=path, namespace=namespace, backend=backend)
+            settings = load_settings(db=path, namespace=namespace, backend=backend,
+                                     profile=profile)
         else:
+            if profile is not None and profile != settings.profile:
+                raise ConfigError("a profile applies when settings are built: pass "
+                                  f"load_settings(profile={profile!r}) as settings, or no"
+                                  " settings")
             updates = {
                 k: v
                 for k, v in (("db", path), ("namespace", namespace), ("backend", backend))

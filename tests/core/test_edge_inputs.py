@@ -180,8 +180,8 @@ def test_bad_settings_are_config_errors(values: dict[str, Any], message: str) ->
 
 
 @pytest.mark.parametrize(("recall", "fix"), [
-    ({"recency_half_life_s": 3600}, 'recency_half_life_s is set but has no effect because '
-     'recall.recency is "koshi"; set recall.recency = "half-life" to use it, or remove '
+    ({"recency": "koshi", "recency_half_life_s": 3600}, 'recency_half_life_s is set but has no'
+     ' effect because recall.recency is "koshi"; set recall.recency = "half-life" to use it, or remove '
      'recall.recency_half_life_s'),
     ({"recency": "half-life"}, 'recency = "half-life" needs recency_half_life_s > 0'),
     ({"recency": "none", "recency_per_day": 0.5}, 'recency_per_day is set but has no effect'),
@@ -209,6 +209,13 @@ def test_the_settings_an_inert_check_points_to_take_effect() -> None:
     assert co.recall.co_recall_boost == 0.1
 
 
+def test_a_half_life_alone_selects_ptrclaws_recency() -> None:
+    """000 has one setting, `recency_half_life`: giving the half-life alone is enough."""
+    alone = Settings(recall={"recency_half_life_s": 3600})
+    assert (alone.recall.recency, alone.recall.recency_half_life_s) == ("half-life", 3600.0)
+    assert Settings().recall.recency == "koshi"
+
+
 def test_unknown_keys_in_the_file_and_environment_name_their_source(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     config = tmp_path / "config.toml"
@@ -217,7 +224,7 @@ def test_unknown_keys_in_the_file_and_environment_name_their_source(
     with pytest.raises(ConfigError) as refused:
         load_settings()
     assert str(refused.value).startswith(f"unknown setting bogus_key (in {config} or given in "
-                                         "code): remove it (known here: db, namespace, backend,")
+                                         "code): remove it (known here: profile, home, db, namespace,")
     config.write_text("[recal]\nlimit = 3\n")
     with pytest.raises(ConfigError, match=r"unknown setting recal .*did you mean recall\?"):
         load_settings()

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from clawmemory.backends.base import RankInfo, Store
+from clawmemory.backends.base import RankInfo, Store, TextHit
 from clawmemory.config import RecallSettings, TimeSettings
 from clawmemory.model import Explanation, Filter, Hit, MemoryRecord, event_or_created
 from clawmemory.search import fusion
@@ -111,6 +112,8 @@ class Retriever:
         if self.cfg.stopwords:
             terms = content_terms(terms)
         hits = self.store.keyword_search(req.namespace, terms, req.flt, limit=pool) if terms else []
+        if hits and not self.cfg.stems:
+            hits = self._as_written(req.namespace, hits, terms)
         if hits:
             return Candidates("keyword", "bm25", [(h.info, h.relevance) for h in hits]), terms
         tokens = like_tokens(req.query)
@@ -126,6 +129,19 @@ class Retriever:
             ),
             tokens,
         )
+
+    def _as_written(self, namespace: str, hits: list[TextHit], terms: list[str]) -> list[TextHit]:
+        """The hits holding one of ``terms`` as written (``recall.stems = false``, 003): the
+        index matches by stem, so "runs" finds "running"; 003 matches words, not stems."""
+        records = {r.id: r for r in self.store.get_many(namespace, [h.info.id for h in hits])}
+        words = [re.compile(rf"(?<!\w){re.escape(t)}(?!\w)", re.IGNORECASE) for t in terms]
+        kept = []
+        for h in hits:
+            r = records.get(h.info.id)
+            text = f"{r.key or ''} {r.content} {' '.join(r.tags)} {r.source or ''}" if r else ""
+            if any(w.search(text) for w in words):
+                kept.append(h)
+        return kept
 
     def vector(self, req: RecallRequest, qv: npt.NDArray[np.float32], pool: int) -> Candidates:
         assert self.vectors is not None

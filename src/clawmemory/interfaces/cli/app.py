@@ -20,6 +20,7 @@ from clawmemory import __version__
 from clawmemory.config import Backend
 from clawmemory.interfaces.cli import (
     chat,
+    config_cmd,
     demo,
     keys,
     lifecycle,
@@ -47,15 +48,16 @@ __all__ = ["EXIT_FAILED", "EXIT_INTERNAL", "EXIT_NOT_FOUND", "EXIT_OK", "EXIT_US
 # The command modules main() adds, in the order their commands were always registered.
 EXTENSIONS: tuple[Callable[[typer.Typer], None], ...] = (
     chat.register, demo.register, keys.register, lifecycle.register, serving.register,
-    portability.register, retrieval.register,
+    portability.register, retrieval.register, config_cmd.register,
 )
 
 app = typer.Typer(
     name="clawmem",
     help="clawmemory: local-first long-term memory for LLM agents.\n\n"
-    "Global options (--db, --namespace, --backend, --json, --url, --api-key) go before or"
-    " after the command. Environment: CLAWMEM_DB, CLAWMEM_NAMESPACE,"
-    " CLAWMEM_BACKEND, CLAWMEM_URL, CLAWMEM_API_KEY, CLAWMEM_CONFIG, CLAWMEM_HOME,"
+    "Global options (--db, --namespace, --backend, --profile, --json, --url, --api-key) go"
+    " before or after the command. Environment: CLAWMEM_DB, CLAWMEM_NAMESPACE,"
+    " CLAWMEM_BACKEND, CLAWMEM_PROFILE, CLAWMEM_URL, CLAWMEM_API_KEY, CLAWMEM_CONFIG,"
+    " CLAWMEM_HOME,"
     " CLAWMEM_DEBUG.\n\n"
     "Example: clawmem recall \"dark theme\" --db agent.db --json",
     cls=GlobalOptionsGroup,
@@ -96,6 +98,10 @@ def _global_options(
     api_key: Annotated[str | None, typer.Option(
         "--api-key", envvar="CLAWMEM_API_KEY", metavar="KEY",
         help="The server's API key (clawmem keys create), with --url.")] = None,
+    profile: Annotated[str | None, typer.Option(
+        "--profile", envvar="CLAWMEM_PROFILE", metavar="NAME",
+        help="A specification's defaults: clawmemory (default), ptrclaw, sclaw, devclaw,"
+        " koshi, sandbox (docs/profiles.md; `clawmem config show` prints the result).")] = None,
     version: Annotated[bool, typer.Option(
         "--version", callback=_show_version, is_eager=True,
         help="Print the version and exit.")] = False,
@@ -103,7 +109,7 @@ def _global_options(
     if url is not None and not url.startswith(("http://", "https://")):
         fail(f"--url must be an http:// or https:// address, not {url!r}", EXIT_USAGE)
     ctx.obj = GlobalOptions(db=db, namespace=namespace, backend=backend, json=as_json, url=url,
-                            api_key=api_key)
+                            api_key=api_key, profile=profile)
     if ctx.invoked_subcommand is None:
         typer.echo(ctx.get_help())
 

@@ -20,7 +20,6 @@ from typing import Annotated
 import typer
 
 from clawmemory.agent import AgentReply, AgentSessions
-from clawmemory.config import load_settings
 from clawmemory.errors import ClawMemoryError, NotFoundError
 from clawmemory.interfaces.cli.common import (
     EXIT_USAGE,
@@ -57,8 +56,7 @@ def _warn(text: str) -> None:
 
 def _chat_llm(ctx: typer.Context) -> LLM:
     g = globals_of(ctx)
-    settings = load_settings(db=g.db, namespace=g.namespace,
-                             backend=g.backend.value if g.backend else None)
+    settings = g.settings()
     llm = make_llm(settings.llm)
     if llm is None:
         fail(NO_LLM, EXIT_USAGE)

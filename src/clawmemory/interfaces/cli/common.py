@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, ParamSpec, cast
 
 import typer
 
-from clawmemory.config import Backend, load_settings
+from clawmemory.config import Backend, Settings, load_settings
 from clawmemory.core.vectors import VectorWrites
 from clawmemory.errors import (
     AccessDeniedError,
@@ -108,6 +108,14 @@ class GlobalOptions:
     json: bool = False
     url: str | None = None  # a clawmemory server to talk to instead of a local store
     api_key: str | None = None
+    profile: str | None = None  # a specification's defaults (profiles.py)
+
+    def settings(self) -> Settings:
+        """Settings from the file and environment with these options on top (None = not
+        given); the namespace only when given."""
+        return load_settings(db=self.db, namespace=self.namespace,
+                             backend=self.backend.value if self.backend else None,
+                             profile=self.profile)
 
 
 # --- error boundary ------------------------------------------------------------------------------
@@ -184,19 +192,20 @@ def open_memory(
         return
     backend = g.backend.value if g.backend else None
     with open_local(g.db, g.namespace, backend, create=create,
-                    vector_writes="queue" if defer_vectors else "sync") as mem:
+                    vector_writes="queue" if defer_vectors else "sync",
+                    profile=g.profile) as mem:
         yield mem
 
 
 @contextmanager
 def open_local(
     db: str | Path | None, namespace: str | None, backend: str | None, *, create: bool = True,
-    vector_writes: VectorWrites = "sync",
+    vector_writes: VectorWrites = "sync", profile: str | None = None,
 ) -> Iterator[Memory]:
     """Settings from the file and environment, with the command line on top (None = not given).
     ``vector_writes="queue"``: writes leave their vectors to the background worker (a one-shot
     command that stores must not load the model)."""
-    settings = load_settings(db=db, namespace=namespace, backend=backend)
+    settings = load_settings(db=db, namespace=namespace, backend=backend, profile=profile)
     configure_logging(settings.log_level)
     with Memory.open(settings=settings, create=create, vector_writes=vector_writes) as mem:
         yield mem

@@ -181,7 +181,8 @@ def _refuse_unless_keys(ctx: typer.Context, host: str, keys: Any) -> None:
     why = "no API key exists"
     if keys is None:
         g = globals_of(ctx)
-        settings = load_settings(db=g.db, backend=g.backend.value if g.backend else None)
+        settings = load_settings(db=g.db, backend=g.backend.value if g.backend else None,
+                                 profile=g.profile)
         reason = no_keys_before_opening(settings)
         if reason is None:
             return  # open the store and look

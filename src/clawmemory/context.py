@@ -371,3 +371,31 @@ def sandbox_context(
     if latest:
         parts.append("## Weekly insight\n" + latest[0].content)
     return "\n\n".join(parts)
+
+
+# --- the agent's choice (agent.context_style) -----------------------------------------------------
+def enrich(
+    mem: LocalMemory | None,
+    message: str,
+    style: str,
+    *,
+    limit: int = 5,
+    depth: int = 1,
+    session_id: str | None = None,
+    exclude: Callable[[MemoryRecord], bool] | None = None,
+) -> str:
+    """The message as the agent sends it this once, with what ``style`` puts in front:
+    000's ``[Memory context]`` block ("ptrclaw"), 002's memory layer ("devclaw"), 004's facts
+    of earlier sessions ("sandbox"), or nothing ("none": 003's model recalls through its
+    tools). The conversation history keeps the message as written."""
+    if style == "ptrclaw":
+        return ptrclaw_enrich(mem, message, limit, depth, exclude=exclude)
+    if mem is None or style == "none":
+        return message
+    try:
+        block = (devclaw_layer(mem, message) if style == "devclaw"
+                 else sandbox_context(mem, message, session_id))
+    except ClawMemoryError as exc:  # an aid: a failing store must not block the chat
+        log.warning("memory context skipped: %s", exc)
+        return message
+    return f"{block}\n\n{message}" if block else message

@@ -200,6 +200,7 @@ PROFILES: dict[str, Profile] = {
         " ~/.ptrclaw/config.json and ~/.ptrclaw/memory.db",
         defaults={
             "home": "~/.ptrclaw",
+            "llm.cache_path": "~/.ptrclaw/response_cache.json",
             "recall.fusion": "weighted",
             "recall.text_weight": 0.4,
             "recall.vector_weight": 0.6,

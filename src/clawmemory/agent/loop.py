@@ -7,8 +7,9 @@ Each message goes through 000's pipeline:
 1. **store** the message as an ``episode`` (004 hot path; ``agent.observe``), its id kept in
    the history message's metadata so what is derived from it names it as a source;
 2. **enrich**: recall for the message and put a ``[Memory context]`` block in front of it for
-   this call only (``context.ptrclaw_enrich``; the history keeps what the user wrote, so a
-   memory forgotten later is not copied into the transcript);
+   this call only (``context.enrich``; ``agent.context_style`` picks 000's block, 002's
+   layer, 004's facts of earlier sessions or none; the history keeps what the user wrote, so
+   a memory forgotten later is not copied into the transcript);
 3. **soul block** in the system prompt (``context.soul_block``: identity from ``core`` entries);
 4. **response cache** get (000; off by default): an identical system prompt and message are
    answered from the cache without calling the model;
@@ -52,7 +53,7 @@ from clawmemory.cognition.hatching import parse_soul, store_soul, strip_soul
 from clawmemory.cognition.summary import llm_summarizer
 from clawmemory.cognition.synthesis import synthesis_hook, synthesize
 from clawmemory.config import AgentSettings
-from clawmemory.context import ptrclaw_enrich, soul_block
+from clawmemory.context import enrich, soul_block
 from clawmemory.errors import ClawMemoryError, InvalidInputError, LLMError
 from clawmemory.history import Compaction, Conversation, History, persistence_key
 from clawmemory.history.compaction import PreDiscardHook
@@ -209,8 +210,9 @@ class Agent:
     def _turn(self, text: str) -> AgentReply:
         user_episode = self._observe("user", text)
         cfg = self.settings
-        enriched = ptrclaw_enrich(self.mem, text, cfg.enrich_limit, cfg.enrich_depth,
-                                  exclude=self._own_episode)
+        enriched = enrich(self.mem, text, cfg.context_style, limit=cfg.enrich_limit,
+                          depth=cfg.enrich_depth, session_id=self.session_id,
+                          exclude=self._own_episode)
         system = self.system_prompt()
         self.conversation.system = system
         self.conversation.append(Message("user", text, metadata=_episode(user_episode)))

@@ -19,7 +19,7 @@ from typing import Protocol, cast
 
 from clawmemory import private
 from clawmemory.backends.base import Backend, Store
-from clawmemory.config import URL_SCHEME, Settings, check_backend, default_home
+from clawmemory.config import URL_SCHEME, Settings, check_backend
 from clawmemory.config import Backend as BackendName
 from clawmemory.errors import ConfigError
 
@@ -89,8 +89,8 @@ def open_store(settings: Settings, *, create: bool = True, read_only: bool = Fal
             raise ConfigError('backend "postgres" needs a postgresql:// address in db'
                               " (--db / CLAWMEM_DB)")
         return package("postgres").open_store(settings, create=create, read_only=read_only)
-    if settings.db is None and name in ("sqlite", "json") and default_home().exists():
-        private.warn_if_shared(default_home())  # it holds every memory of this user
+    if settings.db is None and name in ("sqlite", "json") and settings.home_dir().exists():
+        private.warn_if_shared(settings.home_dir())  # it holds every memory of this user
     try:
         return package(name).open_store(settings, create=create, read_only=read_only)
     except (ImportError, ConfigError) as exc:

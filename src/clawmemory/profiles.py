@@ -188,6 +188,21 @@ def read_devclaw(env: Mapping[str, str]) -> dict[str, Origin]:
     return out
 
 
+# clawmemory's own refinements of ranking, measured on LoCoMo (docs/benchmarks.md): none of the
+# specifications has them, so every specification's profile turns them off and ranks by its
+# own formula alone.
+_AS_SPECIFIED: dict[str, Any] = {
+    "recall.neighbour_weight": 0.0,  # ADR 0005: adjacent turns' support
+    "recall.session_weight": 0.0,  # ADR 0020: the session's best candidates' support
+    "recall.relevance_floor": False,  # ADR 0011
+    "recall.centre_min_rows": 0,  # ADR 0007: plain cosine
+    "embedder.context_turns": 0,  # ADR 0007: each text embedded alone
+    "time.query_boost": 0.0,  # ADR 0017: periods the query names
+    "time.answer_boost": 0.0,
+    "time.query_candidates": False,
+}
+
+
 PROFILES: dict[str, Profile] = {
     DEFAULT_PROFILE: Profile(
         DEFAULT_PROFILE, "clawmemory",
@@ -199,6 +214,7 @@ PROFILES: dict[str, Profile] = {
         " (or an OpenAI key), auto_save off, 000's tools; MEMORY_*/EMBEDDING_* variables,"
         " ~/.ptrclaw/config.json and ~/.ptrclaw/memory.db",
         defaults={
+            **_AS_SPECIFIED,
             "home": "~/.ptrclaw",
             "llm.cache_path": "~/.ptrclaw/response_cache.json",
             "recall.fusion": "weighted",
@@ -216,7 +232,9 @@ PROFILES: dict[str, Profile] = {
         "per-agent memory at {home}/agents/{name}/memory.db with agents.<name>.memory.enabled,"
         " keyword (FTS5 BM25) facts, per-exchange fact extraction",
         defaults={
+            **_AS_SPECIFIED,
             "storage.layout": "per-agent",
+            "recall.recency": "none",
             "recall.mode": "keyword",
             "embedder.provider": "none",
             "cognition.extraction": True,
@@ -228,6 +246,7 @@ PROFILES: dict[str, Profile] = {
         " data/memory.db, the `memory` dispatcher, a 2000-token memory layer of 20 results;"
         " DEVCLAW_MEMORY_DIR / DEVCLAW_MEMORY_DB",
         defaults={
+            **_AS_SPECIFIED,
             "db": "data/memory.db",
             "storage.mirror_dir": "data/memory",
             "recall.fusion": "rrf",
@@ -235,6 +254,7 @@ PROFILES: dict[str, Profile] = {
             "recall.list_weights": {"keyword": 1.0, "vector": 1.0, "entity": 0.0},
             "recall.recency": "none",
             "recall.limit": 20,
+            "entities.enabled": False,  # 002 has no entity layer: two lists
             "agent.tools_dialect": "devclaw",
             "agent.context_style": "devclaw",
         },
@@ -245,6 +265,7 @@ PROFILES: dict[str, Profile] = {
         " stemming in queries, co-recall links at strength 1.0 growing by 1.0, 003's tools, no"
         " automatic injection",
         defaults={
+            **_AS_SPECIFIED,
             "recall.mode": "keyword",
             "recall.recency": "koshi",
             "recall.stopwords": False,
@@ -261,6 +282,7 @@ PROFILES: dict[str, Profile] = {
         "RRF k=60 over FTS5 + vector + entity lists weighed equally, episodes on the hot path,"
         " 5 facts of earlier sessions injected, 004's tools and schedules",
         defaults={
+            **_AS_SPECIFIED,
             "recall.fusion": "rrf",
             "recall.rrf_k": 60,
             "recall.list_weights": {"keyword": 1.0, "vector": 1.0, "entity": 1.0},

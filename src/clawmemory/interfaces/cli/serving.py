@@ -33,7 +33,7 @@ import typer
 
 from clawmemory.auth import keys_for
 from clawmemory.backends.registry import no_keys_before_opening
-from clawmemory.config import ServerSettings, load_settings
+from clawmemory.config import ServerSettings, Settings, load_settings
 from clawmemory.errors import ConfigError, InvalidInputError
 from clawmemory.interfaces.cli.common import (
     emit,
@@ -41,6 +41,7 @@ from clawmemory.interfaces.cli.common import (
     guarded,
     open_memory,
 )
+from clawmemory.profiles import DEFAULT_PROFILE
 from clawmemory.tools.dialects import DEFAULT_DIALECT, DIALECTS, resolve_dialect
 
 __all__ = ["COMMANDS", "DEFAULT_HOST", "DEFAULT_PORT", "register"]
@@ -54,7 +55,9 @@ _DIALECT_HELP = (f"Tool dialect: {', '.join(DIALECTS)}: unified (the default) is
                  " own tool set, the others keep another agent's tool names. See"
                  " docs/tools.md.")
 
-DialectOpt = Annotated[str, typer.Option("--dialect", "-d", metavar="NAME", help=_DIALECT_HELP)]
+DialectOpt = Annotated[str | None, typer.Option(
+    "--dialect", "-d", metavar="NAME", help=_DIALECT_HELP + " Default: unified, or the tool"
+    " dialect of the --profile chosen (ptrclaw, sclaw, devclaw, koshi, sandbox).")]
 AllToolsOpt = Annotated[bool, typer.Option(
     "--all-tools", help="unified only: offer every tool (feedback, links, entities, stats, the"
     " admin tool memory_index), not just recall, store, update, correct, forget and list.")]
@@ -69,7 +72,7 @@ def register(app: typer.Typer) -> None:
 
 
 # --- commands ------------------------------------------------------------------------------------
-def mcp_cmd(ctx: typer.Context, dialect: DialectOpt = DEFAULT_DIALECT,
+def mcp_cmd(ctx: typer.Context, dialect: DialectOpt = None,
             all_tools: AllToolsOpt = False) -> None:
     """Serve memory to one MCP client over stdio (Claude Desktop, Claude Code, Cursor).
 
@@ -83,6 +86,7 @@ def mcp_cmd(ctx: typer.Context, dialect: DialectOpt = DEFAULT_DIALECT,
     from clawmemory.interfaces.mcp import build_server, serve_stdio
 
     with open_memory(ctx, local=True) as mem, _stop_on_sigterm():
+        key = key or _profile_dialect(mem.settings)
         server = build_server(mem, key, all_tools=all_tools)
         log.info("serving MCP on stdio: dialect %s, namespace %s, database %s; %s", key,
                  mem.namespace, mem.settings.db_label(), mem.parts.vectors.warm_note)
@@ -104,7 +108,7 @@ def serve_cmd(
         help="Also accept requests addressed to this host name (Host header), e.g. the name "
         "a reverse proxy forwards or the machine's name; repeatable. Adds to [server]"
         " allowed_hosts.")] = None,
-    dialect: DialectOpt = DEFAULT_DIALECT,
+    dialect: DialectOpt = None,
     all_tools: AllToolsOpt = False,
 ) -> None:
     """Serve memory over HTTP: MCP at /mcp, the REST API at /v1, the web inspector at /.
@@ -132,6 +136,7 @@ def serve_cmd(
             _refuse_unless_keys(ctx, host, keys)
         cfg = mem.settings.server
         cfg = cfg.model_copy(update={"allowed_hosts": [*cfg.allowed_hosts, *extra]})
+        key = key or _profile_dialect(mem.settings)
         server = build_server(mem, key, all_tools=all_tools)
         sock = listen(host, port)
         try:
@@ -197,13 +202,23 @@ def _refuse_unless_keys(ctx: typer.Context, host: str, keys: Any) -> None:
 
 
 # --- helpers -------------------------------------------------------------------------------------
-def _dialect(name: str) -> str:
-    """The canonical dialect name, checked before anything is opened."""
+def _dialect(name: str | None) -> str | None:
+    """The canonical dialect name, checked before anything is opened (None: not given)."""
+    if name is None:
+        return None
     try:
         return resolve_dialect(name)
     except KeyError:
         raise InvalidInputError(f"unknown --dialect {name!r}; known: {', '.join(DIALECTS)}"
                                 ) from None
+
+
+def _profile_dialect(settings: Settings) -> str:
+    """The dialect served when none is named: a specification's profile serves that
+    specification's tools, clawmemory's own profile the unified set."""
+    if settings.profile == DEFAULT_PROFILE:
+        return DEFAULT_DIALECT
+    return resolve_dialect(settings.agent.tools_dialect)
 
 
 def _checked_hosts(names: list[str] | None) -> list[str]:

@@ -122,7 +122,8 @@ def test_ptrclaw_reads_its_memory_variables(monkeypatch: pytest.MonkeyPatch) -> 
     assert (settings.recall.recency, settings.recall.recency_half_life_s) == (
         "half-life", 259200.0)
     assert origins["recall.recency_half_life_s"] == "MEMORY_RECENCY_HALF_LIFE"
-    assert (settings.recall.limit, settings.agent.enrich_limit) == (7, 7)
+    # 000's recall_limit is enrichment's; its memory_recall tool keeps its own default (5)
+    assert (settings.recall.limit, settings.agent.enrich_limit) == (5, 7)
     assert settings.cognition.synthesis_interval == 3
     assert settings.lifecycle.knowledge_survival_chance == 0.5
     assert settings.lifecycle.hygiene_max_age_s == 3600
@@ -154,11 +155,11 @@ def test_ptrclaw_reads_its_config_file_below_its_variables(
                        "text_weight": 0.3, "vector_weight": 0.7}}}))
     monkeypatch.setenv("EMBEDDING_MODEL", "all-minilm")
     settings, origins = settings_origins(profile="ptrclaw")
-    assert (settings.recall.limit, settings.agent.enrich_depth) == (4, 0)
+    assert (settings.agent.enrich_limit, settings.agent.enrich_depth) == (4, 0)
     assert settings.cognition.synthesis is False
     assert (settings.embedder.provider, settings.embedder.model) == ("ollama", "all-minilm")
     assert (settings.recall.text_weight, settings.recall.vector_weight) == (0.3, 0.7)
-    assert origins["recall.limit"] == f"{home / 'config.json'} memory.recall_limit"
+    assert origins["agent.enrich_limit"] == f"{home / 'config.json'} memory.recall_limit"
     assert origins["embedder.model"] == "EMBEDDING_MODEL"
     # 000's default file layout: ~/.ptrclaw/memory.db
     assert settings.resolved_db() == home / "memory.db"
@@ -278,7 +279,7 @@ def test_config_show_lists_every_setting_with_its_origin(tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEMORY_RECALL_LIMIT", "3")
     rows = shown("--profile", "ptrclaw", cwd=tmp_path)
-    assert rows["recall.limit"] == (3, "MEMORY_RECALL_LIMIT")
+    assert rows["agent.enrich_limit"] == (3, "MEMORY_RECALL_LIMIT")
     assert rows["recall.fusion"] == ("weighted", "profile ptrclaw")
     assert rows["recall.candidate_pool"] == (50, "default")
     changed = clawmem("config", "show", "--profile", "ptrclaw", "--changed", "--json",

@@ -204,6 +204,9 @@ class RecallSettings(Section):
     # (ADR 0020; 0 = off)
     session_weight: float = Field(default=0.25, ge=0, le=1)
     session_top: int = Field(default=5, ge=1, le=1000)
+    # "auto" mode without vectors: fuse the keyword and entity lists (004's fallback when no
+    # embedder works) instead of keyword search alone
+    entity_without_vectors: bool = False
     # weighted fusion: weight of the entity list (max-normalised)
     entity_weight: float = Field(default=0.0, ge=0)
     co_recall: bool = False  # 003 v2 co-recall links (off: see docs/benchmarks.md)

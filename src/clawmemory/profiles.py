@@ -86,10 +86,6 @@ def _embedding_provider(value: object) -> dict[str, Any]:
     return {"embedder.provider": name or "none"}  # 000: "" = embeddings disabled
 
 
-def _recall_limit(value: object) -> dict[str, Any]:
-    return {"recall.limit": value, "agent.enrich_limit": value}
-
-
 def _same(path: str) -> Callable[[object], dict[str, Any]]:
     return lambda value: {path: value}
 
@@ -100,7 +96,7 @@ PTRCLAW_KEYS: dict[str, Callable[[object], dict[str, Any]]] = {
     "backend": _same("backend"),
     "path": _same("db"),
     "auto_save": _auto_save,
-    "recall_limit": _recall_limit,
+    "recall_limit": _same("agent.enrich_limit"),  # 000: entries per message's enrichment
     "hygiene_max_age": _same("lifecycle.hygiene_max_age_s"),
     "response_cache": _same("llm.response_cache"),
     "cache_ttl": _same("llm.cache_ttl_s"),
@@ -287,6 +283,7 @@ PROFILES: dict[str, Profile] = {
             "recall.rrf_k": 60,
             "recall.list_weights": {"keyword": 1.0, "vector": 1.0, "entity": 1.0},
             "recall.recency": "none",
+            "recall.entity_without_vectors": True,  # 004: FTS5 + entity without embeddings
             "agent.tools_dialect": "sandbox",
             "agent.context_style": "sandbox",
             "agent.observe": True,

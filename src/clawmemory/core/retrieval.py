@@ -115,6 +115,9 @@ class Retrieval:
         if mode == "keyword":
             return mode
         available = self.vectors.vectors() is not None
+        if mode == "auto" and not available and self.settings.recall.entity_without_vectors:
+            # 004's fallback: FTS5 and entity lists fused; hybrid without a vector list
+            return "hybrid" if self.entities.layer() else "keyword"
         if mode == "auto":
             return "hybrid" if available else "keyword"
         if not available:

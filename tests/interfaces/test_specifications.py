@@ -1,0 +1,182 @@
+"""Each specification's agent, configured its own way, gets its documented results.
+
+For each seed an agent is set up as that specification describes (its profile, its own
+environment variables, its file layout) and drives the real thing: ``clawmem ... mcp`` over
+stdio through the MCP SDK's client, calling the tools of its own dialect, or the ``clawmem``
+command. What comes back is checked against the specification's own numbers, formats and
+names. The specification behind each check is named in its docstring.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters
+
+from clawmemory import Memory
+
+T = TypeVar("T")
+CLAWMEM = Path(sys.executable).parent / "clawmem"
+ID = re.compile(r"\[id:([^\]\s]+)\]")
+SPEC_PREFIXES = ("MEMORY_", "EMBEDDING_", "DEVCLAW_")
+
+
+@pytest.fixture(autouse=True)
+def _spec_env_cleared(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in list(os.environ):
+        if name.startswith(SPEC_PREFIXES) or name == "OPENAI_API_KEY":
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    monkeypatch.setenv("CLAWMEM_LOG_LEVEL", "WARNING")
+
+
+def server(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+           ) -> StdioServerParameters:
+    return StdioServerParameters(command=str(CLAWMEM), args=[*args, "mcp"],
+                                 env={**os.environ, **(env or {})}, cwd=cwd)
+
+
+def run(scenario: Callable[[], Awaitable[T]]) -> T:
+    return anyio.run(scenario)
+
+
+def text(result: types.CallToolResult) -> str:
+    return "\n".join(c.text for c in result.content if isinstance(c, types.TextContent))
+
+
+async def ok(client: Client, name: str, args: dict[str, Any]) -> str:
+    result = await client.call_tool(name, args)
+    assert not result.is_error, f"{name}({args}) failed: {text(result)}"
+    return text(result)
+
+
+async def tool_names(client: Client) -> set[str]:
+    return {t.name for t in (await client.list_tools()).tools}
+
+
+def clawmem(*args: str | Path, env: dict[str, str] | None = None,
+            cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(CLAWMEM), *map(str, args)], capture_output=True, text=True,
+                          timeout=120, check=False, env={**os.environ, **(env or {})}, cwd=cwd)
+
+
+# --- 000 PtrClaw --------------------------------------------------------------------------------
+def test_ptrclaw_agent_with_its_variables_and_layout(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """000: the four tools; `memory_store` upserts by key and links by key; `memory_recall`
+    answers `- key: content [links: ...]` and follows links with depth=1, 5 results by
+    default; the database is ~/.ptrclaw/memory.db."""
+    monkeypatch.delenv("CLAWMEM_HOME")  # the user has no clawmemory home: 000's layout
+    env = {"CLAWMEM_PROFILE": "ptrclaw"}
+
+    async def scenario() -> None:
+        async with Client(server(env=env), read_timeout_seconds=120) as client:
+            assert await tool_names(client) == {
+                "memory_store", "memory_recall", "memory_forget", "memory_link"}
+            assert await ok(client, "memory_store", {
+                "key": "project-setup", "content": "The project builds with CMake"}) == (
+                "Stored memory 'project-setup'.")
+            assert await ok(client, "memory_store", {
+                "key": "python-version", "content": "Project uses Python 3.11",
+                "category": "knowledge", "links": ["project-setup"]}) == (
+                "Stored memory 'python-version' (linked to project-setup).")
+            assert await ok(client, "memory_store", {
+                "key": "python-version", "content": "Project uses Python 3.12"}) == (
+                "Updated memory 'python-version'.")
+            flat = await ok(client, "memory_recall", {"query": "Python version", "depth": 0})
+            assert flat == "- python-version: Project uses Python 3.12 [links: project-setup]"
+            deep = await ok(client, "memory_recall", {"query": "Python version", "depth": 1})
+            assert deep.splitlines()[1].startswith("- project-setup: The project builds with CMake")
+            for i in range(6):
+                await ok(client, "memory_store", {"key": f"py-{i}", "content": f"Python note {i}"})
+            many = await ok(client, "memory_recall", {"query": "Python", "depth": 0})
+            assert len(many.splitlines()) == 5  # 000: limit default 5
+            assert await ok(client, "memory_forget", {"key": "py-0"}) == "Forgot memory 'py-0'."
+
+    run(scenario)
+    db = tmp_path / "user" / ".ptrclaw" / "memory.db"
+    assert db.is_file()
+    with Memory.open(db, embedder=None) as mem:
+        assert mem.get("python-version").content == "Project uses Python 3.12"
+        assert mem.get("python-version").kind == "fact"  # 000's knowledge
+
+
+# --- 003 Koshi ----------------------------------------------------------------------------------
+def test_koshi_agent_reinforces_and_the_ranking_follows(tmp_path: Path) -> None:
+    """003: five tools; results `[id:N] content (tags: ...; score: n)`; reinforce +3 and demote
+    −1 move the ranking (`bm25 × exp(score × 0.2)`); stop words are query words (no list);
+    memories recalled together are linked at strength 1.0 (v2)."""
+    db = tmp_path / "koshi.db"
+
+    async def scenario() -> None:
+        async with Client(server("--db", str(db), "--profile", "koshi"),
+                          read_timeout_seconds=120) as client:
+            assert await tool_names(client) == {"memory_store", "memory_query",
+                                                "memory_reinforce", "memory_demote",
+                                                "memory_update"}
+            first = ID.findall(await ok(client, "memory_store", {
+                "content": "Payment API HMAC signature omits the trailing empty string",
+                "tags": "payments, hmac, api"}))[0]
+            second = ID.findall(await ok(client, "memory_store", {
+                "content": "Payment API onboarding needs an HMAC key from the vault",
+                "tags": "payments, onboarding"}))[0]
+            before = ID.findall(await ok(client, "memory_query", {"query": "payment hmac"}))
+            assert set(before) == {first, second}
+            low = before[-1]
+            await ok(client, "memory_reinforce", {"id": low})
+            after = await ok(client, "memory_query", {"query": "payment hmac"})
+            assert ID.findall(after)[0] == low and "score: 3" in after.splitlines()[0]
+            await ok(client, "memory_demote", {"id": low})
+            assert "score: 2" in (await ok(client, "memory_query", {"query": "hmac"}))
+            # "the" is a query word in 003 (no stop-word list): it alone finds both.
+            assert len(ID.findall(await ok(client, "memory_query", {"query": "the"}))) == 2
+
+    run(scenario)
+    with Memory.open(db, embedder=None) as mem:
+        (link,) = mem.links(mem.list()[0].id)
+        assert (link.origin, link.strength) == ("co-recall", 4.0)  # 4 queries found both
+
+
+# --- 004 the sandbox assistant ----------------------------------------------------------------
+def test_sandbox_agent_facts_corrections_and_stats(tmp_path: Path) -> None:
+    """004: the orchestrator's tools; `search_memory` lines `- [id:X] content (confidence
+    0.90)`; `correct_fact` retires the old fact; `confirm_fact` sets confidence 1; without an
+    embedder recall is RRF over FTS5 and entities (004's fallback)."""
+    db = tmp_path / "sandbox.db"
+    env = {"CLAWMEM_EMBEDDER__PROVIDER": "none"}
+
+    async def scenario() -> None:
+        async with Client(server("--db", str(db), "--profile", "sandbox", env=env),
+                          read_timeout_seconds=120) as client:
+            assert {"search_memory", "remember_fact", "correct_fact", "confirm_fact",
+                    "memory_stats", "get_entity_info"} <= await tool_names(client)
+            stored = await ok(client, "remember_fact", {"content": "Alice lives in Berlin"})
+            (fact,) = ID.findall(stored)
+            found = await ok(client, "search_memory", {"query": "Where does Alice live?"})
+            assert re.fullmatch(rf"- \[id:{fact}\] Alice lives in Berlin \(confidence \d\.\d\d\)",
+                                found.splitlines()[0]), found
+            await ok(client, "correct_fact", {"fact_id": fact,
+                                              "new_content": "Alice lives in Munich"})
+            found = await ok(client, "search_memory", {"query": "Alice"})
+            assert "Munich" in found and "Berlin" not in found
+            (new,) = ID.findall(found.splitlines()[0])
+            await ok(client, "confirm_fact", {"fact_id": new})
+            assert "(confidence 1.00)" in await ok(client, "search_memory", {"query": "Alice"})
+            assert "Alice" in await ok(client, "get_entity_info", {"name": "Alice"})
+
+    run(scenario)
+    with Memory.open(db, embedder=None, profile="sandbox") as mem:
+        (hit,) = mem.recall("Alice Munich", touch=False, limit=1)
+        assert set(hit.explain.lists) <= {"keyword", "entity"}
+        ranks = {n: v["rank"] for n, v in hit.explain.lists.items()}
+        assert hit.score == pytest.approx(sum(1 / (60 + r) for r in ranks.values()))

@@ -181,8 +181,8 @@ def test_bad_settings_are_config_errors(values: dict[str, Any], message: str) ->
 
 @pytest.mark.parametrize(("recall", "fix"), [
     ({"recency": "koshi", "recency_half_life_s": 3600}, 'recency_half_life_s is set but has no'
-     ' effect because recall.recency is "koshi"; set recall.recency = "half-life" to use it, or remove '
-     'recall.recency_half_life_s'),
+     ' effect because recall.recency is "koshi"; set recall.recency = "half-life" to use it,'
+     ' or remove recall.recency_half_life_s'),
     ({"recency": "half-life"}, 'recency = "half-life" needs recency_half_life_s > 0'),
     ({"recency": "none", "recency_per_day": 0.5}, 'recency_per_day is set but has no effect'),
     ({"rrf_k": 30}, 'rrf_k is set but has no effect because recall.fusion is "calibrated"; '
@@ -223,8 +223,9 @@ def test_unknown_keys_in_the_file_and_environment_name_their_source(
     config.write_text('backend = "sqlite"\nbogus_key = 1\n')
     with pytest.raises(ConfigError) as refused:
         load_settings()
-    assert str(refused.value).startswith(f"unknown setting bogus_key (in {config} or given in "
-                                         "code): remove it (known here: profile, home, db, namespace,")
+    assert str(refused.value).startswith(
+        f"unknown setting bogus_key (in {config} or given in code): remove it (known here:"
+        " profile, home, db, namespace,")
     config.write_text("[recal]\nlimit = 3\n")
     with pytest.raises(ConfigError, match=r"unknown setting recal .*did you mean recall\?"):
         load_settings()

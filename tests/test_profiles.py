@@ -145,6 +145,24 @@ def test_ptrclaw_half_life_ranks_as_its_formula(tmp_path: Path,
     assert math.isclose(hit.explain.factors["recency"], 0.5, rel_tol=1e-6)
 
 
+def test_ptrclaw_hybrid_is_000s_weighted_formula(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """000: `text_weight × bm25/max + vector_weight × (cos+1)/2`, 0.4 and 0.6, nothing else."""
+    monkeypatch.setenv("EMBEDDING_PROVIDER", "local")
+    with Memory.open(tmp_path / "p.db", profile="ptrclaw") as mem:
+        mem.store("Project uses Python 3.12", key="python-version")
+        mem.store("The project builds with CMake", key="project-setup")
+        mem.store("Deploys run every Friday")
+        hits = mem.recall("python version of the project", touch=False)
+    top = max(h.explain.lists.get("keyword", {}).get("bm25", 0.0) for h in hits)
+    assert len(hits) == 3 and top > 0
+    for hit in hits:
+        bm25 = hit.explain.lists.get("keyword", {}).get("bm25", 0.0)
+        cosine = hit.explain.lists["vector"]["cosine"]
+        expected = 0.4 * bm25 / top + 0.6 * (cosine + 1) / 2
+        assert math.isclose(hit.score, expected, rel_tol=1e-5), hit.explain
+
+
 def test_ptrclaw_reads_its_config_file_below_its_variables(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CLAWMEM_HOME")  # a clawmemory home the user set would rank above

@@ -15,8 +15,9 @@ Each message goes through 000's pipeline:
 5. **provider** call with the memory tools (``agent.tools_dialect``, 000's four by default) in
    a tool loop of at most ``agent.max_tool_rounds`` rounds: a model still calling tools after
    that gives no answer and the turn fails with an ``LLMError`` saying so;
-6. **synthesis** every ``cognition.synthesis_interval`` user messages (and 001 extraction per
-   exchange when ``cognition.extraction`` is on);
+6. **synthesis** every ``cognition.synthesis_interval`` user messages of the conversation,
+   counted in its stored history so that one-shot processes count together (and 001
+   extraction per exchange when ``cognition.extraction`` is on);
 7. **compaction** when 000's trigger fires: first 002's memory-flush turn (the model saves what
    is durable in the messages about to go, with the memory tools) and 000's forced synthesis,
    then the LLM summary;
@@ -187,7 +188,11 @@ class Agent:
             LLMExtractor(llm, max_chars=mem.settings.cognition.max_input_chars)
             if mem.settings.cognition.extraction else NopExtractor())
         self._hatch: Conversation | None = None
-        self._user_messages = 0
+        # Synthesis every N user messages (000) counts the conversation's stored user
+        # messages, so one-shot processes (`clawmem chat -m`) count together: the last
+        # multiple of N the log had reached when this agent was made is taken as done.
+        users = self.conversation.user_messages
+        self._synthesized_at = users - users % mem.settings.cognition.synthesis_interval
         self._lock = threading.RLock()
 
     # --- the pipeline ---------------------------------------------------------------------------
@@ -271,9 +276,10 @@ class Agent:
     # --- after the answer ------------------------------------------------------------------------
     def _maybe_synthesize(self, problems: list[str]) -> tuple[str, ...]:
         cfg = self.mem.settings.cognition
-        self._user_messages += 1
-        if not cfg.synthesis or self._user_messages % cfg.synthesis_interval:
+        users = self.conversation.user_messages  # a failed turn's message counts too
+        if not cfg.synthesis or users - self._synthesized_at < cfg.synthesis_interval:
             return ()
+        self._synthesized_at = users - users % cfg.synthesis_interval
         return self.synthesize(problems)
 
     def synthesize(self, problems: list[str] | None = None) -> tuple[str, ...]:

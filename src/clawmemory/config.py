@@ -400,7 +400,10 @@ class AgentSettings(Section):
     temperature: float | None = Field(default=None, ge=0, le=2)  # None = the provider's
     enrich_limit: int = Field(default=5, ge=0, le=100)  # 000 recall_limit
     enrich_depth: int = Field(default=1, ge=0, le=3)  # 000 enrich_depth
-    observe: bool = True  # store each message as an episode (004 hot path)
+    observe: bool = True  # store each message as a memory (004 hot path)
+    # what each message is stored as: a 004 episode (consolidated into facts) or a 000
+    # auto_save conversation entry (hygiene archives it after lifecycle.hygiene_max_age_s)
+    observe_kind: Literal["episode", "conversation"] = "episode"
     agent_name: str = Field(default="assistant", min_length=1)  # source_role of its episodes
     summary_on_end: bool = True  # 003: a summary memory when a session ends or is evicted
     # 002: before a compaction discards messages, the model gets a turn with the memory tools

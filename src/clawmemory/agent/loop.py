@@ -4,8 +4,9 @@
 
 Each message goes through 000's pipeline:
 
-1. **store** the message as an ``episode`` (004 hot path; ``agent.observe``), its id kept in
-   the history message's metadata so what is derived from it names it as a source;
+1. **store** the message as an ``episode`` (004 hot path; ``agent.observe``), or as a
+   ``conversation`` entry (000 ``auto_save``; ``agent.observe_kind``), its id kept in the
+   history message's metadata so what is derived from it names it as a source;
 2. **enrich**: recall for the message and put a ``[Memory context]`` block in front of it for
    this call only (``context.ptrclaw_enrich``; the history keeps what the user wrote, so a
    memory forgotten later is not copied into the transcript);
@@ -54,6 +55,7 @@ from clawmemory.cognition.summary import llm_summarizer
 from clawmemory.cognition.synthesis import synthesis_hook, synthesize
 from clawmemory.config import AgentSettings
 from clawmemory.context import ptrclaw_enrich, soul_block
+from clawmemory.core.ingest import observe
 from clawmemory.errors import ClawMemoryError, InvalidInputError, LLMError
 from clawmemory.history import Compaction, Conversation, History, persistence_key
 from clawmemory.history.compaction import PreDiscardHook
@@ -69,6 +71,7 @@ if TYPE_CHECKING:
 __all__ = ["Agent", "AgentReply", "ToolUse", "agent_history"]
 
 HATCH_SUFFIX = "#hatch"  # the hatching conversation's key: the agent's key + this
+TURN_KINDS = ("episode", "conversation")  # what ``agent.observe_kind`` stores messages as
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,12 +269,14 @@ class Agent:
 
     def _own_episode(self, record: MemoryRecord) -> bool:
         """This session's own turns: the history has them, enrichment leaves them out."""
-        return record.kind == "episode" and record.session_id == self.session_id
+        return record.kind in TURN_KINDS and record.session_id == self.session_id
 
     def _observe(self, role: str, text: str) -> str | None:
+        """Store the message as an episode (004), or as a conversation entry (000
+        ``auto_save``: ``agent.observe_kind``); its id, None when ``agent.observe`` is off."""
         if not self.settings.observe:
             return None
-        return self.mem.observe(role, text, self.session_id)
+        return observe(self.mem, role, text, self.session_id, kind=self.settings.observe_kind)
 
     # --- after the answer ------------------------------------------------------------------------
     def _maybe_synthesize(self, problems: list[str]) -> tuple[str, ...]:

@@ -118,6 +118,8 @@ class StorageSettings(Section):
     max_metadata_depth: int = Field(default=20, ge=1, le=100)
     mirror_dir: Path | None = None  # write each memory through to Markdown files here (002)
     sequence_links: bool = True  # link each episode to the previous turn of its session
+    # single: one database (db); per-agent: one per agent (agents.NAME.data_dir/memory.db, 001)
+    layout: Literal["single", "per-agent"] = "single"
 
 
 class PostgresSettings(Section):
@@ -412,6 +414,30 @@ class AgentSettings(Section):
     consolidate_on_switch: bool = True  # 004: consolidate a session when another starts
 
 
+class AgentMemoryEntry(Section):
+    """001 ``agents.NAME.memory``: whether the agent has memory at all."""
+
+    enabled: bool = True  # false: no database is opened (or created) for the agent
+
+
+class AgentEntry(Section):
+    """001 ``agents.NAME``: one agent's memory under ``storage.layout = "per-agent"``."""
+
+    memory: AgentMemoryEntry = Field(default_factory=AgentMemoryEntry)
+    data_dir: Path | None = None  # None = default_home()/agents/NAME; its memory.db
+
+    @model_validator(mode="before")
+    @classmethod
+    def _empty_data_dir(cls, values: Any) -> Any:
+        """001: an empty ``data_dir`` turns the agent's memory off, as ``enabled = false``."""
+        if isinstance(values, dict) and isinstance(values.get("data_dir"), str) \
+                and not values["data_dir"].strip():
+            memory = values.get("memory")
+            memory = dict(memory) if isinstance(memory, dict) else {}
+            return {**values, "data_dir": None, "memory": {**memory, "enabled": False}}
+        return values
+
+
 class LLMProviderName(StrEnum):
     NONE = "none"
     OPENAI = "openai"  # any OpenAI-compatible chat-completions server
@@ -539,6 +565,7 @@ class Settings(BaseSettings):
     llm: LLMSettings = Field(default_factory=LLMSettings)
     cognition: CognitionSettings = Field(default_factory=CognitionSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
+    agents: dict[str, AgentEntry] = Field(default_factory=dict)  # 001 per-agent memory
     server: ServerSettings = Field(default_factory=ServerSettings)
     postgres: PostgresSettings = Field(default_factory=PostgresSettings)
 

@@ -11,6 +11,7 @@ this module -> the command modules -> ``common``; exit codes: see ``common``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from typing import Annotated
 
@@ -53,10 +54,10 @@ EXTENSIONS: tuple[Callable[[typer.Typer], None], ...] = (
 app = typer.Typer(
     name="clawmem",
     help="clawmemory: local-first long-term memory for LLM agents.\n\n"
-    "Global options (--db, --namespace, --backend, --json, --url, --api-key) go before or"
-    " after the command. Environment: CLAWMEM_DB, CLAWMEM_NAMESPACE,"
-    " CLAWMEM_BACKEND, CLAWMEM_URL, CLAWMEM_API_KEY, CLAWMEM_CONFIG, CLAWMEM_HOME,"
-    " CLAWMEM_DEBUG.\n\n"
+    "Global options (--db, --namespace, --backend, --json, --url, --api-key, --agent) go"
+    " before or after the command. Environment: CLAWMEM_DB, CLAWMEM_NAMESPACE,"
+    " CLAWMEM_BACKEND, CLAWMEM_URL, CLAWMEM_API_KEY, CLAWMEM_AGENT, CLAWMEM_CONFIG,"
+    " CLAWMEM_HOME, CLAWMEM_DEBUG.\n\n"
     "Example: clawmem recall \"dark theme\" --db agent.db --json",
     cls=GlobalOptionsGroup,
     add_completion=False,
@@ -96,14 +97,21 @@ def _global_options(
     api_key: Annotated[str | None, typer.Option(
         "--api-key", envvar="CLAWMEM_API_KEY", metavar="KEY",
         help="The server's API key (clawmem keys create), with --url.")] = None,
+    agent: Annotated[str | None, typer.Option(
+        "--agent", envvar="CLAWMEM_AGENT", metavar="NAME",
+        help="The agent (agent.agent_name). With storage.layout = \"per-agent\": that"
+        " agent's own database (agents.NAME; docs/configuration.md).")] = None,
     version: Annotated[bool, typer.Option(
         "--version", callback=_show_version, is_eager=True,
         help="Print the version and exit.")] = False,
 ) -> None:
     if url is not None and not url.startswith(("http://", "https://")):
         fail(f"--url must be an http:// or https:// address, not {url!r}", EXIT_USAGE)
+    # CLAWMEM_AGENT is this option's (read above). The settings would read it as the whole
+    # [agent] section (CLAWMEM_AGENT__* are its keys) and refuse a plain name: it goes.
+    os.environ.pop("CLAWMEM_AGENT", None)
     ctx.obj = GlobalOptions(db=db, namespace=namespace, backend=backend, json=as_json, url=url,
-                            api_key=api_key)
+                            api_key=api_key, agent=agent)
     if ctx.invoked_subcommand is None:
         typer.echo(ctx.get_help())
 

@@ -32,6 +32,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
     EnvSettingsSource,
@@ -123,6 +124,8 @@ class StorageSettings(Section):
     max_metadata_depth: int = Field(default=20, ge=1, le=100)
     mirror_dir: Path | None = None  # write each memory through to Markdown files here (002)
     sequence_links: bool = True  # link each episode to the previous turn of its session
+    # single: one database (db); per-agent: one per agent (agents.NAME.data_dir/memory.db, 001)
+    layout: Literal["single", "per-agent"] = "single"
 
 
 class PostgresSettings(Section):
@@ -419,13 +422,40 @@ class AgentSettings(Section):
     temperature: float | None = Field(default=None, ge=0, le=2)  # None = the provider's
     enrich_limit: int = Field(default=5, ge=0, le=100)  # 000 recall_limit
     enrich_depth: int = Field(default=1, ge=0, le=3)  # 000 enrich_depth
-    observe: bool = True  # store each message as an episode (004 hot path)
+    observe: bool = True  # store each message as a memory (004 hot path)
+    # what each message is stored as: a 004 episode (consolidated into facts) or a 000
+    # auto_save conversation entry (hygiene archives it after lifecycle.hygiene_max_age_s)
+    observe_kind: Literal["episode", "conversation"] = "episode"
     agent_name: str = Field(default="assistant", min_length=1)  # source_role of its episodes
     summary_on_end: bool = True  # 003: a summary memory when a session ends or is evicted
     # 002: before a compaction discards messages, the model gets a turn with the memory tools
     # to save what is durable in them (then 000's forced synthesis runs)
     memory_flush: bool = True
     consolidate_on_switch: bool = True  # 004: consolidate a session when another starts
+
+
+class AgentMemoryEntry(Section):
+    """001 ``agents.NAME.memory``: whether the agent has memory at all."""
+
+    enabled: bool = True  # false: no database is opened (or created) for the agent
+
+
+class AgentEntry(Section):
+    """001 ``agents.NAME``: one agent's memory under ``storage.layout = "per-agent"``."""
+
+    memory: AgentMemoryEntry = Field(default_factory=AgentMemoryEntry)
+    data_dir: Path | None = None  # None = default_home()/agents/NAME; its memory.db
+
+    @model_validator(mode="before")
+    @classmethod
+    def _empty_data_dir(cls, values: Any) -> Any:
+        """001: an empty ``data_dir`` turns the agent's memory off, as ``enabled = false``."""
+        if isinstance(values, dict) and isinstance(values.get("data_dir"), str) \
+                and not values["data_dir"].strip():
+            memory = values.get("memory")
+            memory = dict(memory) if isinstance(memory, dict) else {}
+            return {**values, "data_dir": None, "memory": {**memory, "enabled": False}}
+        return values
 
 
 class LLMProviderName(StrEnum):
@@ -559,6 +589,7 @@ class Settings(BaseSettings):
     llm: LLMSettings = Field(default_factory=LLMSettings)
     cognition: CognitionSettings = Field(default_factory=CognitionSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
+    agents: dict[str, AgentEntry] = Field(default_factory=dict)  # 001 per-agent memory
     server: ServerSettings = Field(default_factory=ServerSettings)
     postgres: PostgresSettings = Field(default_factory=PostgresSettings)
 
@@ -629,7 +660,8 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         toml = TomlConfigSettingsSource(settings_cls, toml_file=config_path())
-        return (init_settings, env_settings, profiles.SpecEnvironment(settings_cls, toml), toml,
+        return (init_settings, SectionEnvironment(settings_cls),
+                profiles.SpecEnvironment(settings_cls, toml), toml,
                 profiles.ProfileDefaults(settings_cls))
 
     def home_dir(self) -> Path:
@@ -654,6 +686,18 @@ class Settings(BaseSettings):
 
 
 URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+class SectionEnvironment(EnvSettingsSource):
+    """``CLAWMEM_*`` variables, where a section is only ever given key by key
+    (``CLAWMEM_AGENT__TOOLS_DIALECT``): a bare ``CLAWMEM_<SECTION>`` variable is another
+    thing's (``CLAWMEM_AGENT`` is the CLI's ``--agent``), never the section as JSON."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        value, key, complex_ = super().get_field_value(field, field_name)
+        if isinstance(field.annotation, type) and issubclass(field.annotation, Section):
+            return None, key, complex_  # its keys still come from CLAWMEM_<SECTION>__<KEY>
+        return value, key, complex_
 
 
 def check_backend(name: object) -> str:
@@ -687,7 +731,7 @@ def settings_origins(**overrides: Any) -> tuple[Settings, dict[str, str]]:
     toml = TomlConfigSettingsSource(Settings, toml_file=config_path())
     ranked: list[tuple[str, Any]] = [
         ("given (command line or code)", lambda _: InitSettingsSource(Settings, clean)),
-        ("env", lambda _: EnvSettingsSource(Settings)),
+        ("env", lambda _: SectionEnvironment(Settings)),
         ("spec", lambda above: profiles.SpecEnvironment(Settings, toml, above)),
         (f"config file {config_path()}", lambda _: toml),
         (f"profile {settings.profile}", lambda above: profiles.ProfileDefaults(Settings, above)),

@@ -7,6 +7,10 @@ calling tools) are errors the caller sees; nothing already stored is lost."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +23,7 @@ from clawmemory.core.ingest import pending_sessions
 from clawmemory.history import EPISODE_ID, SessionEvent, SessionEvicted
 from clawmemory.llm import CachedLLM, make_llm
 from clawmemory.llm.prompts import AGENT_SYSTEM, FLUSH_SYSTEM, HATCH_SYSTEM, SYNTHESIS_SYSTEM
-from conftest import Clock
+from conftest import DAY, Clock
 from llm_servers import (
     ScriptedLLMServer,
     http_error,
@@ -92,6 +96,63 @@ def test_a_turn_enriches_injects_the_soul_runs_tools_and_answers(
     user_ep = mem.get(window[0].metadata[EPISODE_ID])
     assert (user_ep.kind, user_ep.session_id, user_ep.source_role) == ("episode", "s1", "user")
     assert mem.get(window[-1].metadata[EPISODE_ID]).content == reply.text
+
+
+def test_observe_kind_conversation_stores_turns_that_hygiene_retires_after_seven_days(
+    openai_server: ScriptedLLMServer, make_mem: MakeMem, agents: list[Agent], clock: Clock,
+    tmp_path: Path,
+) -> None:
+    """000 ``auto_save``: each user and assistant message as a ``conversation`` entry, which
+    the hygiene purge takes out of the live set once unused for 7 days (the default), in the
+    decay job and through ``clawmem maintain``; the default stays 004's episodes."""
+    saved = make_mem(openai_server, agent={"observe_kind": "conversation"},
+                     cognition={"synthesis": False})
+    episodes = make_mem(openai_server, cognition={"synthesis": False})
+    openai_server.script([text("Lisbon, lovely!"), text("Still lovely."), text("Porto, lovely!"),
+                          text("Braga, lovely!")])
+    agent = agent_for(saved, openai_server, agents)
+    agent.process("I moved to Lisbon")
+    turns = saved.list(kind="conversation", order="oldest")
+    assert [(r.content, r.source_role, r.session_id, r.source) for r in turns] == [
+        ("I moved to Lisbon", "user", "s1", "conversation"),
+        ("Lisbon, lovely!", "assistant", "s1", "conversation")]
+    assert [m.metadata[EPISODE_ID] for m in agent.conversation.messages] == [
+        r.id for r in turns]
+    assert saved.count(kind="episode") == 0 and pending_sessions(saved) == []  # no episodes
+    agent.process("Lisbon again")  # its own turns are not enrichment: the history has them
+    assert last_user(openai_server.requests[1].body) == "Lisbon again"
+    agent_for(episodes, openai_server, agents).process("I moved to Porto")
+    assert episodes.count(kind="episode") == 2 and episodes.count(kind="conversation") == 0
+
+    clock.advance(7 * DAY)  # unused for exactly 7 days: not older than hygiene_max_age_s yet
+    (kept,) = saved.maintain("decay")
+    assert kept.counts["hygiene_archived"] == 0 and saved.count(kind="conversation") == 4
+    clock.advance(1)
+    (run,) = saved.maintain("decay")
+    assert (run.outcome, run.counts["hygiene_archived"]) == ("ok", 4)
+    assert saved.count(kind="conversation") == 0
+    assert {e.record.content for e in saved.archived()} >= {"I moved to Lisbon",
+                                                             "Lisbon, lovely!"}
+    (run,) = episodes.maintain("decay")
+    assert run.counts["hygiene_archived"] == 0 and episodes.count(kind="episode") == 2
+
+    # `clawmem maintain` on a file whose entries were saved 7 days ago and more (the test
+    # clock's time is in 2023): the CLI's hygiene retires them too.
+    cli = make_mem(openai_server, agent={"observe_kind": "conversation"},
+                   cognition={"synthesis": False})
+    agent_for(cli, openai_server, agents).process("I moved to Braga")
+    db = cli.store_backend.stats(cli.namespace).path
+    assert db is not None and cli.count(kind="conversation") == 2
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLAWMEM_")}
+    env |= {"CLAWMEM_HOME": str(tmp_path / "home"), "CLAWMEM_CONFIG": str(tmp_path / "no.toml"),
+            "CLAWMEM_EMBEDDER__PROVIDER": "none"}
+    done = subprocess.run([str(Path(sys.executable).parent / "clawmem"), "--db", db, "--json",
+                           "maintain", "decay"], capture_output=True, text=True, env=env,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    (cli_run,) = json.loads(done.stdout)["runs"]
+    assert cli_run["counts"]["hygiene_archived"] == 2
+    assert cli.count(kind="conversation") == 0
 
 
 def test_enrichment_leaves_out_the_sessions_own_turns_but_not_its_notes(

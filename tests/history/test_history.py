@@ -62,6 +62,8 @@ def test_messages_come_back_whole_and_in_order(hstore: HistoryStore) -> None:
     assert [hstore.append(KEY, m) for m in sent] == [0, 1, 2, 3, 4]
     assert hstore.all(KEY) == sent
     assert hstore.len(KEY) == 5
+    assert (hstore.len(KEY, role="user"), hstore.len(KEY, role="tool")) == (1, 1)
+    assert hstore.len("unknown:key:", role="user") == 0
     assert hstore.all(KEY)[2].tool_calls[0].arguments == {"query": "dark mode", "limit": 3}
 
 
@@ -156,6 +158,9 @@ def test_a_new_session_restores_the_key_after_a_restart(
         assert conv.session_id == "uuid-2"
         assert conv.messages == (user("My cat is called Miso."), assistant("Nice name!"))
         assert conv.system is None  # the system prompt is the agent's to set, never stored
+        assert conv.user_messages == 1  # counted from the store: synthesis every N (000)
+        conv.append(user("And a dog, Rex."))
+        assert conv.user_messages == 2
 
 
 def test_restore_is_limited_to_max_history_len(mem: Memory) -> None:

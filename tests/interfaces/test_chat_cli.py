@@ -12,7 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from llm_servers import ScriptedLLMServer, http_error, slow, text, tool_call
+from clawmemory.llm.prompts import SYNTHESIS_SYSTEM
+from llm_servers import ScriptedLLMServer, http_error, prompt_text, slow, text, tool_call
 
 CLAWMEM = Path(sys.executable).parent / "clawmem"
 
@@ -130,6 +131,33 @@ def test_hatching_across_one_shot_calls_stores_the_soul(
     assert "Hi! What shall I be called?" in json.dumps(anthropic_server.requests[1].body)
     identity = json.loads(clawmem(tmp_path, "--json", "get", "soul:identity").stdout)
     assert (identity["content"], identity["kind"]) == ("I am Rex", "core")
+
+
+def test_synthesis_counts_each_sessions_user_messages_across_one_shot_calls(
+    openai_server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    """000: synthesis every 5 user messages, counted in the stored history: six one-shot
+    processes of one session make one synthesis request, after the fifth; a session
+    interleaved with it counts its own."""
+    openai_server.script([], then=text('{"notes": []}'))  # every answer, synthesis's too
+
+    def say(session: str, n: int) -> list[str]:
+        done = clawmem(tmp_path, "chat", "-m", f"{session} message {n}", "--session", session,
+                       server=openai_server, CLAWMEM_AGENT__CONSOLIDATE_ON_SWITCH="false")
+        assert done.returncode == 0 and "warning" not in done.stderr, done.stderr
+        return [prompt_text(b) for b in openai_server.bodies
+                if SYNTHESIS_SYSTEM.format() in prompt_text(b)]
+
+    seen = [len(say("s1", n)) for n in range(1, 4)]
+    seen += [len(say("s2", n)) for n in range(1, 5)]
+    seen += [len(say("s1", n)) for n in range(4, 7)]
+    assert seen == [0, 0, 0, 0, 0, 0, 0, 0, 1, 1]  # s1's fifth message, not before
+    (s1,) = say("s2", 5)[:1]
+    assert len(openai_server.bodies) == 11 + 2  # eleven answers and two syntheses
+    assert "s1 message 5" in s1 and "s2 message" not in s1
+    s2 = [prompt_text(b) for b in openai_server.bodies
+          if SYNTHESIS_SYSTEM.format() in prompt_text(b)][1]
+    assert "s2 message 5" in s2 and "s1 message" not in s2
 
 
 def test_maintain_consolidate_uses_the_configured_model(

@@ -4,8 +4,9 @@
 
 Each message goes through 000's pipeline:
 
-1. **store** the message as an ``episode`` (004 hot path; ``agent.observe``), its id kept in
-   the history message's metadata so what is derived from it names it as a source;
+1. **store** the message as an ``episode`` (004 hot path; ``agent.observe``), or as a
+   ``conversation`` entry (000 ``auto_save``; ``agent.observe_kind``), its id kept in the
+   history message's metadata so what is derived from it names it as a source;
 2. **enrich**: recall for the message and put a ``[Memory context]`` block in front of it for
    this call only (``context.enrich``; ``agent.context_style`` picks 000's block, 002's
    layer, 004's facts of earlier sessions or none; the history keeps what the user wrote, so
@@ -16,8 +17,9 @@ Each message goes through 000's pipeline:
 5. **provider** call with the memory tools (``agent.tools_dialect``, 000's four by default) in
    a tool loop of at most ``agent.max_tool_rounds`` rounds: a model still calling tools after
    that gives no answer and the turn fails with an ``LLMError`` saying so;
-6. **synthesis** every ``cognition.synthesis_interval`` user messages (and 001 extraction per
-   exchange when ``cognition.extraction`` is on);
+6. **synthesis** every ``cognition.synthesis_interval`` user messages of the conversation,
+   counted in its stored history so that one-shot processes count together (and 001
+   extraction per exchange when ``cognition.extraction`` is on);
 7. **compaction** when 000's trigger fires: first 002's memory-flush turn (the model saves what
    is durable in the messages about to go, with the memory tools) and 000's forced synthesis,
    then the LLM summary;
@@ -54,6 +56,7 @@ from clawmemory.cognition.summary import llm_summarizer
 from clawmemory.cognition.synthesis import synthesis_hook, synthesize
 from clawmemory.config import AgentSettings
 from clawmemory.context import enrich, soul_block
+from clawmemory.core.ingest import observe
 from clawmemory.errors import ClawMemoryError, InvalidInputError, LLMError
 from clawmemory.history import Compaction, Conversation, History, persistence_key
 from clawmemory.history.compaction import PreDiscardHook
@@ -69,6 +72,7 @@ if TYPE_CHECKING:
 __all__ = ["Agent", "AgentReply", "ToolUse", "agent_history"]
 
 HATCH_SUFFIX = "#hatch"  # the hatching conversation's key: the agent's key + this
+TURN_KINDS = ("episode", "conversation")  # what ``agent.observe_kind`` stores messages as
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,7 +192,11 @@ class Agent:
             LLMExtractor(llm, max_chars=mem.settings.cognition.max_input_chars)
             if mem.settings.cognition.extraction else NopExtractor())
         self._hatch: Conversation | None = None
-        self._user_messages = 0
+        # Synthesis every N user messages (000) counts the conversation's stored user
+        # messages, so one-shot processes (`clawmem chat -m`) count together: the last
+        # multiple of N the log had reached when this agent was made is taken as done.
+        users = self.conversation.user_messages
+        self._synthesized_at = users - users % mem.settings.cognition.synthesis_interval
         self._lock = threading.RLock()
 
     # --- the pipeline ---------------------------------------------------------------------------
@@ -263,19 +271,22 @@ class Agent:
 
     def _own_episode(self, record: MemoryRecord) -> bool:
         """This session's own turns: the history has them, enrichment leaves them out."""
-        return record.kind == "episode" and record.session_id == self.session_id
+        return record.kind in TURN_KINDS and record.session_id == self.session_id
 
     def _observe(self, role: str, text: str) -> str | None:
+        """Store the message as an episode (004), or as a conversation entry (000
+        ``auto_save``: ``agent.observe_kind``); its id, None when ``agent.observe`` is off."""
         if not self.settings.observe:
             return None
-        return self.mem.observe(role, text, self.session_id)
+        return observe(self.mem, role, text, self.session_id, kind=self.settings.observe_kind)
 
     # --- after the answer ------------------------------------------------------------------------
     def _maybe_synthesize(self, problems: list[str]) -> tuple[str, ...]:
         cfg = self.mem.settings.cognition
-        self._user_messages += 1
-        if not cfg.synthesis or self._user_messages % cfg.synthesis_interval:
+        users = self.conversation.user_messages  # a failed turn's message counts too
+        if not cfg.synthesis or users - self._synthesized_at < cfg.synthesis_interval:
             return ()
+        self._synthesized_at = users - users % cfg.synthesis_interval
         return self.synthesize(problems)
 
     def synthesize(self, problems: list[str] | None = None) -> tuple[str, ...]:

@@ -414,8 +414,9 @@ class HistoryStore(Protocol):
         """Remove every message and the summary of the key."""
         ...
 
-    def len(self, key: str) -> int:
-        """How many messages the key's log holds."""
+    def len(self, key: str, role: str | None = None) -> int:
+        """How many messages the key's log holds; only those of ``role`` when given (the
+        agent counts the user messages to synthesise every N of them, across processes)."""
         ...
 
     def keys(self) -> builtins.list[str]:

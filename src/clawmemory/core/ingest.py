@@ -15,7 +15,7 @@ restart. The ledger moves behind the ``Store`` protocol once the engine grows se
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from clawmemory.backends.base import SessionLedger
 from clawmemory.backends.registry import backend_of
@@ -77,19 +77,30 @@ def is_session_consolidated(mem: LocalMemory, session_id: str) -> bool:
     return session_ledger(mem).consolidated_at(mem.namespace, _session(session_id)) is not None
 
 
-def observe(mem: LocalMemory, role: str, content: str, session_id: str) -> str:
+def observe(
+    mem: LocalMemory, role: str, content: str, session_id: str,
+    *, kind: Literal["episode", "conversation"] = "episode",
+) -> str:
     """Store one dialogue turn as an ``episode`` and return its id (004 hot path).
 
     ``role`` is ``"user"`` or the agent's name. The session is registered for consolidation
-    on its first message. Everything is checked before the first write."""
+    on its first message. Everything is checked before the first write.
+
+    ``kind="conversation"``: 000's ``auto_save`` instead, the turn as a ``conversation``
+    entry, which the hygiene purge takes out of the live set once unused for
+    ``lifecycle.hygiene_max_age_s``; the session is not registered (consolidation reads
+    episodes)."""
     if not isinstance(role, str) or not role.strip():
         raise InvalidInputError("role must be non-empty text ('user' or the agent's name)")
+    if kind not in ("episode", "conversation"):
+        raise InvalidInputError(f"kind must be 'episode' or 'conversation', not {kind!r}")
     check_label(role, "role")
     sid = _session(session_id)
     check_content(content, mem.settings.storage.max_content_chars)
-    register_session(mem, sid)
+    if kind == "episode":
+        register_session(mem, sid)
     record = mem.parts.writes.new_record(
-        content, key=None, kind="episode", tags=(), metadata=None, session_id=sid,
+        content, key=None, kind=kind, tags=(), metadata=None, session_id=sid,
         event_time=mem.clock(), source=EPISODE_SOURCE, source_role=role.strip(), source_ids=(),
         confidence=1.0,
     )

@@ -102,7 +102,8 @@ class History:
         summary = self.store.summary(key)
         window = self.store.recent(key, min(self.settings.max_history_len, total - covers))
         return Conversation(self, key, session_id=session_id, system=system,
-                            messages=window, summary=summary, next_position=total)
+                            messages=window, summary=summary, next_position=total,
+                            user_messages=self.store.len(key, role="user"))
 
     def purge(self, key: str) -> int:
         """Remove the key's messages and summary (001 Purge) and the summary memories stored
@@ -152,6 +153,7 @@ class Conversation:
         messages: Sequence[Message],
         summary: str,
         next_position: int,
+        user_messages: int = 0,
     ) -> None:
         self.history = history
         self.key = key
@@ -162,6 +164,7 @@ class Conversation:
         self._messages: list[Message] = list(messages)
         self._summary = summary
         self._next = next_position  # log position of the next message appended
+        self._users = user_messages  # user messages in the key's log, this process's included
         self.prompt_tokens: int | None = None  # the provider's count for the last request
         self._drop_orphan_results()
 
@@ -193,6 +196,13 @@ class Conversation:
             return tuple(self._messages)
 
     @property
+    def user_messages(self) -> int:
+        """How many user messages the key's log holds: those stored by earlier processes
+        (counted when the conversation was opened) and those appended since. The agent
+        synthesises every N of them (000), so a run of one-shot processes counts too."""
+        return self._users
+
+    @property
     def summary(self) -> str:
         """The current compaction summary ("" when none)."""
         return self._summary
@@ -205,6 +215,7 @@ class Conversation:
         with self._lock:
             self._messages.append(checked)
             self._next += 1
+            self._users += checked.role == "user"
             self._trim()
             key, store = self.key, self.history.store
             self.history.writer.submit(

@@ -63,10 +63,14 @@ class InMemoryHistoryStore:
         with self._lock:
             self._logs.pop(key, None)
 
-    def len(self, key: str) -> int:
+    def len(self, key: str, role: str | None = None) -> int:
         with self._lock:
             log = self._logs.get(key)
-            return len(log.messages) if log else 0
+            if log is None:
+                return 0
+            if role is None:
+                return len(log.messages)
+            return sum(1 for m in log.messages if m.role == role)
 
     def keys(self) -> builtins.list[str]:
         with self._lock:
@@ -102,7 +106,7 @@ class NullHistoryStore:
     def purge(self, key: str) -> None:
         return None
 
-    def len(self, key: str) -> int:
+    def len(self, key: str, role: str | None = None) -> int:
         return 0
 
     def keys(self) -> builtins.list[str]:

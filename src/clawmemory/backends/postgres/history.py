@@ -95,10 +95,10 @@ class PostgresHistoryStore:
                 self.store.execute(f"DELETE FROM {table} WHERE namespace = %s AND"
                                    " session_id = %s", (self.namespace, key))
 
-    def len(self, key: str) -> int:
+    def len(self, key: str, role: str | None = None) -> int:
         rows = self.store.query(
-            "SELECT COUNT(*) FROM messages WHERE namespace = %s AND session_id = %s",
-            (self.namespace, key))
+            "SELECT COUNT(*) FROM messages WHERE namespace = %s AND session_id = %s"
+            " AND (%s::text IS NULL OR role = %s)", (self.namespace, key, role, role))
         return int(rows[0][0])
 
     def keys(self) -> builtins.list[str]:

@@ -96,10 +96,10 @@ class SQLiteHistoryStore:
                 c.execute(f"DELETE FROM {table} WHERE namespace = ? AND session_id = ?",
                           (self.namespace, key))
 
-    def len(self, key: str) -> int:
+    def len(self, key: str, role: str | None = None) -> int:
         rows = self.store.query(
-            "SELECT COUNT(*) FROM messages WHERE namespace = ? AND session_id = ?",
-            (self.namespace, key))
+            "SELECT COUNT(*) FROM messages WHERE namespace = ? AND session_id = ?"
+            " AND (? IS NULL OR role = ?)", (self.namespace, key, role, role))
         return int(rows[0][0])
 
     def keys(self) -> builtins.list[str]:

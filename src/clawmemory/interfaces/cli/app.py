@@ -54,11 +54,10 @@ EXTENSIONS: tuple[Callable[[typer.Typer], None], ...] = (
 app = typer.Typer(
     name="clawmem",
     help="clawmemory: local-first long-term memory for LLM agents.\n\n"
-    "Global options (--db, --namespace, --backend, --profile, --json, --url, --api-key) go"
-    " before or after the command. Environment: CLAWMEM_DB, CLAWMEM_NAMESPACE,"
-    " CLAWMEM_BACKEND, CLAWMEM_PROFILE, CLAWMEM_URL, CLAWMEM_API_KEY, CLAWMEM_CONFIG,"
-    " CLAWMEM_HOME,"
-    " CLAWMEM_DEBUG.\n\n"
+    "Global options (--db, --namespace, --backend, --profile, --agent, --json, --url,"
+    " --api-key) go before or after the command. Environment: CLAWMEM_DB, CLAWMEM_NAMESPACE,"
+    " CLAWMEM_BACKEND, CLAWMEM_PROFILE, CLAWMEM_AGENT, CLAWMEM_URL, CLAWMEM_API_KEY,"
+    " CLAWMEM_CONFIG, CLAWMEM_HOME, CLAWMEM_DEBUG.\n\n"
     "Example: clawmem recall \"dark theme\" --db agent.db --json",
     cls=GlobalOptionsGroup,
     add_completion=False,
@@ -102,6 +101,10 @@ def _global_options(
         "--profile", envvar="CLAWMEM_PROFILE", metavar="NAME",
         help="A specification's defaults: clawmemory (default), ptrclaw, sclaw, devclaw,"
         " koshi, sandbox (docs/profiles.md; `clawmem config show` prints the result).")] = None,
+    agent: Annotated[str | None, typer.Option(
+        "--agent", envvar="CLAWMEM_AGENT", metavar="NAME",
+        help="The agent (agent.agent_name). With storage.layout = \"per-agent\": that"
+        " agent's own database (agents.NAME; docs/configuration.md).")] = None,
     version: Annotated[bool, typer.Option(
         "--version", callback=_show_version, is_eager=True,
         help="Print the version and exit.")] = False,
@@ -109,7 +112,7 @@ def _global_options(
     if url is not None and not url.startswith(("http://", "https://")):
         fail(f"--url must be an http:// or https:// address, not {url!r}", EXIT_USAGE)
     ctx.obj = GlobalOptions(db=db, namespace=namespace, backend=backend, json=as_json, url=url,
-                            api_key=api_key, profile=profile)
+                            api_key=api_key, profile=profile, agent=agent)
     if ctx.invoked_subcommand is None:
         typer.echo(ctx.get_help())
 

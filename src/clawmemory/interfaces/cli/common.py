@@ -44,6 +44,7 @@ from clawmemory.errors import (
 )
 from clawmemory.memory import Memory
 from clawmemory.model import KIND_ALIASES, KINDS, Hit, MemoryRecord, legible
+from clawmemory.resolver import MemoryResolver
 
 if TYPE_CHECKING:  # rich is imported lazily: --json output never needs it
     from rich.console import Console, RenderableType
@@ -53,9 +54,9 @@ __all__ = [
     "EXIT_FAILED", "EXIT_INTERNAL", "EXIT_NOT_FOUND", "EXIT_OK", "EXIT_USAGE", "KIND_NAMES",
     "GlobalOptions", "IdArg", "InvalidOpt", "KindsOpt", "MetaOpt", "SessionOpt", "TagOpt",
     "TagsOpt", "clip", "confirmed", "emit", "fail", "fields_table", "globals_of", "guarded",
-    "hits_table", "internal_error", "join_tags", "new_console", "open_local", "open_memory",
-    "parse_meta", "plain", "print_hits", "print_json", "read_source_text", "records_table",
-    "rendered", "say_error", "show_value", "text_arg",
+    "hits_table", "internal_error", "join_tags", "new_console", "open_agent", "open_local",
+    "open_memory", "parse_meta", "plain", "print_hits", "print_json", "read_source_text",
+    "records_table", "rendered", "say_error", "show_value", "text_arg",
 ]
 
 EXIT_OK = 0
@@ -109,13 +110,16 @@ class GlobalOptions:
     url: str | None = None  # a clawmemory server to talk to instead of a local store
     api_key: str | None = None
     profile: str | None = None  # a specification's defaults (profiles.py)
+    agent: str | None = None  # agent.agent_name; its own database under storage.layout per-agent
 
     def settings(self) -> Settings:
         """Settings from the file and environment with these options on top (None = not
         given); the namespace only when given."""
         return load_settings(db=self.db, namespace=self.namespace,
                              backend=self.backend.value if self.backend else None,
-                             profile=self.profile)
+                             profile=self.profile,
+                             agent={"agent_name": self.agent} if self.agent is not None
+                             else None)
 
 
 # --- error boundary ------------------------------------------------------------------------------
@@ -191,7 +195,7 @@ def open_memory(
             yield cast("Memory", remote)
         return
     backend = g.backend.value if g.backend else None
-    with open_local(g.db, g.namespace, backend, create=create,
+    with open_local(g.db, g.namespace, backend, create=create, agent=g.agent,
                     vector_writes="queue" if defer_vectors else "sync",
                     profile=g.profile) as mem:
         yield mem
@@ -200,15 +204,43 @@ def open_memory(
 @contextmanager
 def open_local(
     db: str | Path | None, namespace: str | None, backend: str | None, *, create: bool = True,
-    vector_writes: VectorWrites = "sync", profile: str | None = None,
+    vector_writes: VectorWrites = "sync", agent: str | None = None,
+    profile: str | None = None,
 ) -> Iterator[Memory]:
     """Settings from the file and environment, with the command line on top (None = not given).
     ``vector_writes="queue"``: writes leave their vectors to the background worker (a one-shot
-    command that stores must not load the model)."""
-    settings = load_settings(db=db, namespace=namespace, backend=backend, profile=profile)
+    command that stores must not load the model). ``agent``: ``agent.agent_name``; under
+    ``storage.layout = "per-agent"`` the memory is that agent's own (``open_agent``)."""
+    settings = load_settings(db=db, namespace=namespace, backend=backend, profile=profile,
+                             agent={"agent_name": agent} if agent is not None else None)
     configure_logging(settings.log_level)
+    if settings.storage.layout == "per-agent":
+        with open_agent(settings, create=create, vector_writes=vector_writes) as mem:
+            yield mem
+        return
     with Memory.open(settings=settings, create=create, vector_writes=vector_writes) as mem:
         yield mem
+
+
+@contextmanager
+def open_agent(
+    settings: Settings, *, create: bool = True, vector_writes: VectorWrites = "sync"
+) -> Iterator[Memory]:
+    """The memory of the agent ``agent.agent_name`` names, through the per-agent resolver
+    (001). An agent whose memory is disabled gets the ``none`` backend: the command runs,
+    remembers and finds nothing, creates no file, and one line on stderr says so."""
+    name = settings.agent.agent_name
+    with MemoryResolver(settings, create=create, vector_writes=vector_writes) as agents:
+        mem = agents.resolve(name)
+        if mem is not None:
+            yield mem
+            return
+    sys.stderr.write(f"warning: memory is disabled for agent {name} (agents.{name}.memory):"
+                     " nothing is remembered or recalled\n")
+    sys.stderr.flush()
+    with Memory.open(settings=settings.model_copy(update={"backend": Backend.NONE.value}),
+                     vector_writes=vector_writes) as off:
+        yield off
 
 
 def configure_logging(level_name: str) -> None:

@@ -7,7 +7,7 @@ database, opened on first use.
         agents.resolve("support")              # None when agents.support.memory.enabled = false
 
 - **Where** (001): ``{agents.NAME.data_dir}/memory.db`` when the agent has a ``data_dir``, else
-  ``{default_home()}/agents/NAME/memory.db`` (``memory.json`` for the ``json`` backend; the
+  ``{home}/agents/NAME/memory.db`` (``memory.json`` for the ``json`` backend; the
   ``memory`` and ``none`` backends keep no file). The other settings are the caller's, with
   ``agent.agent_name`` set to NAME.
 - **Disabled** (001): ``agents.NAME.memory.enabled = false`` (or an empty ``data_dir``):
@@ -31,7 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
-from clawmemory.config import AgentEntry, Backend, Settings, default_home
+from clawmemory.config import AgentEntry, Backend, Settings
 from clawmemory.core.vectors import VectorWrites
 from clawmemory.errors import ConfigError, InvalidInputError
 from clawmemory.memory import Memory
@@ -55,7 +55,7 @@ def agent_db(settings: Settings, name: str) -> Path:
     """The database file of agent ``name`` under the per-agent layout (001)."""
     entry = settings.agents.get(check_agent_name(name)) or AgentEntry()
     folder = entry.data_dir.expanduser() if entry.data_dir is not None else (
-        default_home() / "agents" / name)
+        settings.home_dir() / "agents" / name)
     return folder / ("memory.json" if settings.backend == Backend.JSON.value else "memory.db")
 
 

@@ -9,6 +9,7 @@ names. The specification behind each check is named in its docstring.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -22,8 +23,11 @@ import mcp_types as types
 import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
+from test_chat_cli import clawmem as chat_cli
 
 from clawmemory import Memory
+from clawmemory.llm.prompts import SYNTHESIS_SYSTEM
+from llm_servers import ScriptedLLMServer, prompt_text, text
 
 T = TypeVar("T")
 CLAWMEM = Path(sys.executable).parent / "clawmem"
@@ -50,14 +54,14 @@ def run(scenario: Callable[[], Awaitable[T]]) -> T:
     return anyio.run(scenario)
 
 
-def text(result: types.CallToolResult) -> str:
+def said(result: types.CallToolResult) -> str:
     return "\n".join(c.text for c in result.content if isinstance(c, types.TextContent))
 
 
 async def ok(client: Client, name: str, args: dict[str, Any]) -> str:
     result = await client.call_tool(name, args)
-    assert not result.is_error, f"{name}({args}) failed: {text(result)}"
-    return text(result)
+    assert not result.is_error, f"{name}({args}) failed: {said(result)}"
+    return said(result)
 
 
 async def tool_names(client: Client) -> set[str]:
@@ -180,3 +184,58 @@ def test_sandbox_agent_facts_corrections_and_stats(tmp_path: Path) -> None:
         assert set(hit.explain.lists) <= {"keyword", "entity"}
         ranks = {n: v["rank"] for n, v in hit.explain.lists.items()}
         assert hit.score == pytest.approx(sum(1 / (60 + r) for r in ranks.values()))
+
+
+def test_ptrclaw_auto_save_and_synthesis_interval_from_its_variables(
+        openai_server: ScriptedLLMServer, tmp_path: Path) -> None:
+    """000: `MEMORY_AUTO_SAVE=true` stores every user and assistant message as a Conversation
+    entry (purged after `hygiene_max_age`); `MEMORY_SYNTHESIS_INTERVAL=2` synthesises every
+    second user message, counted across one-shot `clawmem chat` processes."""
+    openai_server.script([], then=text('{"notes": []}'))
+    env = {"CLAWMEM_PROFILE": "ptrclaw", "MEMORY_AUTO_SAVE": "true",
+           "MEMORY_SYNTHESIS_INTERVAL": "2"}
+
+    def syntheses() -> int:
+        return sum(SYNTHESIS_SYSTEM.format() in prompt_text(b) for b in openai_server.bodies)
+
+    counted = []
+    for n in range(1, 4):
+        done = chat_cli(tmp_path, "chat", "-m", f"note {n} about the deploy", "--session", "s",
+                        server=openai_server, **env)
+        assert done.returncode == 0 and not done.stderr, done.stderr
+        counted.append(syntheses())
+    assert counted == [0, 1, 1]
+    with Memory.open(tmp_path / "chat.db", embedder=None) as mem:
+        saved = mem.list(kind="conversation", limit=100)
+        assert sorted(r.source_role or "" for r in saved) == ["assistant"] * 3 + ["user"] * 3
+        assert mem.count(kind="episode") == 0
+    with Memory.open(tmp_path / "off.db", embedder=None, profile="ptrclaw") as mem:
+        assert mem.settings.agent.observe is False  # 000: auto_save defaults to false
+
+
+# --- 001 sclaw ---------------------------------------------------------------------------------
+def test_sclaw_agents_get_their_own_databases_and_a_disabled_one_none(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """001: per-agent data at `{data_dir}/agents/{agent_name}/memory.db`, opened lazily; an
+    agent with `memory: enabled: false` gets no database and memory degrades to nothing,
+    without errors; facts are found by FTS5 BM25."""
+    home = tmp_path / "data"
+    config = tmp_path / "config.toml"
+    config.write_text('profile = "sclaw"\n[agents.quiet.memory]\nenabled = false\n')
+    monkeypatch.setenv("CLAWMEM_HOME", str(home))
+    monkeypatch.setenv("CLAWMEM_CONFIG", str(config))
+    assert clawmem("--agent", "assistant", "add", "The user prefers dark mode",
+                   cwd=tmp_path).returncode == 0
+    assert clawmem("--agent", "support", "add", "Ticket 42 is about billing",
+                   cwd=tmp_path).returncode == 0
+    assert sorted(p.relative_to(home).as_posix() for p in home.rglob("memory.db")) == [
+        "agents/assistant/memory.db", "agents/support/memory.db"]
+    found = clawmem("--json", "--agent", "support", "recall", "billing ticket", cwd=tmp_path)
+    assert [h["memory"]["content"] for h in json.loads(found.stdout)["hits"]] == [
+        "Ticket 42 is about billing"]
+    assert json.loads(clawmem("--json", "--agent", "assistant", "recall", "billing ticket",
+                              cwd=tmp_path).stdout)["hits"] == []
+    quiet = clawmem("--json", "--agent", "quiet", "recall", "billing", cwd=tmp_path)
+    assert quiet.returncode == 0 and json.loads(quiet.stdout)["hits"] == []
+    assert "Traceback" not in quiet.stderr
+    assert not (home / "agents" / "quiet").exists()

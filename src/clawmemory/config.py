@@ -631,6 +631,16 @@ class Settings(BaseSettings):
         return check_backend(value)
 
     @model_validator(mode="after")
+    def _agents_need_their_layout(self) -> Settings:
+        """Per-agent entries (001) only act under the per-agent layout: refused otherwise, like
+        any other setting the others make inert."""
+        if self.agents and self.storage.layout != "per-agent":
+            raise ValueError(f"agents.{next(iter(self.agents))} is set but has no effect because"
+                             ' storage.layout is "single"; set storage.layout = "per-agent"'
+                             ' (or profile = "sclaw") to use it, or remove it')
+        return self
+
+    @model_validator(mode="after")
     def _backend_matches_address(self) -> Settings:
         is_url = isinstance(self.db, str) and bool(URL_SCHEME.match(self.db))
         if is_url and self.backend == Backend.SQLITE.value:

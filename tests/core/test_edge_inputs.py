@@ -253,3 +253,10 @@ def test_a_bad_config_file_is_exit_2_before_anything_is_created(tmp_path: Path) 
                            "given in code): Input should be 'calibrated', 'weighted' or"
                            " 'rrf'\n")
     assert not (tmp_path / "x.db").exists()
+
+
+def test_per_agent_entries_without_the_per_agent_layout_are_refused() -> None:
+    with pytest.raises(ConfigError, match=r'agents.x is set but has no effect because'
+                       r' storage.layout is "single"'):
+        Settings(agents={"x": {"memory": {"enabled": False}}})
+    assert Settings(agents={"x": {}}, storage={"layout": "per-agent"}).agents["x"].memory.enabled

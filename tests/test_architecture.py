@@ -43,6 +43,8 @@ DEFERRED: dict[str, str] = {
     "clawmemory.memory -> clawmemory.portability.markdown": "the mirror, storage.mirror_dir",
     "clawmemory.memory -> clawmemory.portability.notes": "the notes sync, storage.mirror_dir",
     "clawmemory.interfaces.cli.serving -> clawmemory.interfaces.rest": "FastAPI and uvicorn",
+    "clawmemory.interfaces.cli.serving -> clawmemory.portability.notes":
+        "the notes watcher, storage.mirror_dir",
 }
 
 

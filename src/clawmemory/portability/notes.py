@@ -292,11 +292,14 @@ class _Sync:
         return new
 
     def carry_links(self, old: str, new: str) -> None:
-        """A new version keeps the wikilinks of the one it replaces (other notes link to the
-        memory, whichever version is current)."""
+        """A new version takes over the wikilinks of the one it replaces: other notes link to
+        the memory, whichever version is current (other links stay where they are)."""
+        live = self.mirror.entries()
         for link in self.mem.store_backend.links(self.ns, [old]).get(old, []):
             if link.origin == ORIGIN:
-                self.mem.link(new, link.other_id, strength=link.strength, origin=ORIGIN)
+                if link.other_id in live:
+                    self.mem.link(new, link.other_id, strength=link.strength, origin=ORIGIN)
+                self.mem.unlink(old, link.other_id)
 
     # --- new notes -----------------------------------------------------------------------------
     def create(self, read: _Read) -> None:
@@ -371,8 +374,9 @@ class _Sync:
             for other in sorted(targets - linked):
                 if self.mem.link(mid, other, origin=ORIGIN):
                     self.note("linked", read.rel, mid, other)
+            live = self.mirror.entries()  # a link to an earlier version is its history: kept
             for lk in current:
-                if (lk.origin == ORIGIN and lk.other_id not in targets
+                if (lk.origin == ORIGIN and lk.other_id not in targets and lk.other_id in live
                         and not self.links_back(lk.other_id, mid, names)):
                     self.mem.unlink(mid, lk.other_id)
                     self.note("unlinked", read.rel, mid, lk.other_id)

@@ -461,3 +461,25 @@ def test_clawmem_serve_picks_up_an_edit_within_two_seconds(where: Path) -> None:
         time.sleep(1.0)  # past the watcher's first, full pass
         edit(path, "Thursday", "Friday")
         _wait_for(lambda: content() == "The release train leaves on Friday", 2.0)
+
+
+def test_a_memory_invalidated_in_the_store_loses_its_note_unless_edited(
+        open_mem: Callable[[], Memory], where: Path, cli: Cli) -> None:
+    mem = open_mem()
+    quiet = mem.store("The old printer is on floor 1")
+    edited = mem.store("The old fax is on floor 1")
+    for rid in (quiet, edited):  # what maintenance does to a contradicted memory
+        mem.store_backend.replace(mem.get(rid).evolve(valid_until=mem.clock()))
+    edited_note, quiet_note = note_of(where, edited), note_of(where, quiet)
+    edit(edited_note, "floor 1", "floor 2")
+    mem.close()
+
+    report = synced(cli)
+
+    assert [(c["id"], c["detail"].split(":")[0]) for c in report["written"]] == [
+        (quiet, "invalidated in the store")]
+    assert not quiet_note.exists()
+    [skip] = report["skipped"]
+    assert skip["id"] == edited and "was invalidated" in skip["detail"]
+    assert "floor 2" in edited_note.read_text()  # left as the user wrote it
+    assert [r.content for r in open_mem().history(quiet)] == ["The old printer is on floor 1"]

@@ -7,8 +7,8 @@ Both write one note per memory under a folder per kind, named by its day and wor
     <out>/fact/2024-01-15-stripe-api-key-2.md     (the same day and words again)
 
 with DevClaw's front matter (``category``, ``created_at``, ``keywords``) plus the clawmemory
-fields that differ from their defaults (``id`` always, and ``hash``: the note's text as last
-written or synced, which tells an edit apart), so ``read_devclaw_md`` reads either tree back
+fields that differ from their defaults (``id`` always; in the notes folder also ``hash``: the
+note's text as last written or synced, which tells an edit apart), so ``read_devclaw_md`` reads either tree back
 with ids, keys, times, scores and links intact. Content is the note's body (surrounding
 whitespace is not kept).
 
@@ -85,10 +85,11 @@ def note_hash(record: MemoryRecord) -> str:
 
 
 def note_fields(record: MemoryRecord, links: Sequence[str] = (),
-                conflict: str | None = None) -> dict[str, Any]:
+                conflict: str | None = None, *, hashed: bool = False) -> dict[str, Any]:
     """Front matter of one note: DevClaw's three fields, then what clawmemory needs to restore
     the record, each only when it is not the default (so hand-written notes look the same),
-    then ``hash`` (``note_hash``). ``conflict``: a line saying that a sync kept two versions."""
+    then, in the notes folder (``hashed``), ``hash`` (``note_hash``). ``conflict``: a line
+    saying that a sync kept two versions."""
     r = record
     return {
         "id": r.id,
@@ -110,13 +111,14 @@ def note_fields(record: MemoryRecord, links: Sequence[str] = (),
         "source_ids": list(r.source_ids) or None,
         "metadata": dict(r.metadata) or None,
         "links": list(links) or None,
-        "hash": note_hash(r),
+        "hash": note_hash(r) if hashed else None,
     }
 
 
 def render_note(record: MemoryRecord, links: Sequence[str] = (),
-                conflict: str | None = None) -> str:
-    return (dump_front_matter(note_fields(record, links, conflict)) + "\n"
+                conflict: str | None = None, *, hashed: bool = False) -> str:
+    """A note's text (the export's, or with ``hashed`` the notes folder's)."""
+    return (dump_front_matter(note_fields(record, links, conflict, hashed=hashed)) + "\n"
             + record.content.strip() + "\n")
 
 
@@ -421,8 +423,8 @@ class MarkdownMirror:
                 return None  # deleted, moved or edited since: the next sync decides
         target = self.root / rel
         try:
-            _write_atomic(target, render_note(record, conflict=self.conflicts.pop(record.id,
-                                                                                 None)))
+            _write_atomic(target, render_note(
+                record, conflict=self.conflicts.pop(record.id, None), hashed=True))
         except (StorageError, OSError) as exc:
             raise StorageError(f"markdown mirror: cannot write {target}: {exc}") from exc
         entries[record.id] = self._entry(rel, note_hash(record))

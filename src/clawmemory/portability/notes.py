@@ -213,15 +213,23 @@ class _Sync:
                                         " again")
             self.create(read)  # a note from another store's folder: a memory of its own
             return
-        head = self.head(record)
-        if head is None:
-            self.seen.add(mid)
-            raise InvalidInputError(f"memory {mid} was invalidated and has no current version:"
-                                    " remove the note's id line to store it again")
-        self.seen.update({mid, head.id})
         stored = read.note.front.fields.get("hash")
         last = entry.hash if entry is not None else stored if isinstance(stored, str) else None
-        in_file, in_store = note_hash(read.note.record), note_hash(head)
+        in_file = note_hash(read.note.record)
+        head = self.head(record)
+        if head is None:  # invalidated in the store (maintenance), with no newer version
+            self.seen.add(mid)
+            if in_file != (last or note_hash(record)):
+                raise InvalidInputError(f"memory {mid} was invalidated and has no current"
+                                        " version: remove the note's id line to store the"
+                                        " note again")
+            self.mirror.track(mid, read.path, in_file)
+            self.mirror.remove_id(mid)  # the folder shows the live set
+            self.note("written", read.rel, mid, "invalidated in the store: the note was"
+                      f" removed (clawmem history {mid} shows it)")
+            return
+        self.seen.update({mid, head.id})
+        in_store = note_hash(head)
         if last is None:
             last = in_store  # nothing known about the last sync: the file's changes are edits
         if entry is not None and entry.path != read.rel:

@@ -10,7 +10,6 @@ through the public surface: the CLI (``main([...])``, in-process), ``recall``, `
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -19,13 +18,13 @@ from typing import Any
 
 import httpx
 import pytest
+from test_forget_for_real import file_bytes
+from test_serving import served
 
 from clawmemory import Memory, NotFoundError, Settings
 from clawmemory.interfaces.cli.app import main
 from clawmemory.portability.markdown import STATE_FILE
 from clawmemory.portability.notes import NotesWatcher, wikilinks
-from test_forget_for_real import file_bytes
-from test_serving import served
 
 Cli = Callable[..., tuple[int, str, str]]
 
@@ -101,7 +100,7 @@ def edit(path: Path, old: str, new: str, *, atomic: bool = False) -> None:
     if atomic:
         tmp = path.with_name(f".{path.name}.swp")
         tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+        tmp.replace(path)
     else:
         path.write_text(text, encoding="utf-8")
 
@@ -131,7 +130,7 @@ def test_notes_have_readable_stable_names_and_the_id_in_the_front_matter(
                  "session_id: s1", 'metadata: {"ticket": "OPS-7"}'):
         assert line + "\n" in text
     assert re.search(r"^hash: [0-9a-f]{16}$", text, re.M)
-    assert f"key: theme\n" in note_of(where, a).read_text()
+    assert "key: theme\n" in note_of(where, a).read_text()
     # the text and the kind change, the name does not
     path = note_of(where, c)
     mem.update(c, content="Deploy succeeded on retry", kind="fact")

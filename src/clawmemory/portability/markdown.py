@@ -8,9 +8,9 @@ Both write one note per memory under a folder per kind, named by its day and wor
 
 with DevClaw's front matter (``category``, ``created_at``, ``keywords``) plus the clawmemory
 fields that differ from their defaults (``id`` always; in the notes folder also ``hash``: the
-note's text as last written or synced, which tells an edit apart), so ``read_devclaw_md`` reads either tree back
-with ids, keys, times, scores and links intact. Content is the note's body (surrounding
-whitespace is not kept).
+note's text as last written or synced, which tells an edit apart), so ``read_devclaw_md`` reads
+either tree back with ids, keys, times, scores and links intact. Content is the note's body
+(surrounding whitespace is not kept).
 
 The notes folder (``MarkdownMirror``, ADR 0023) picks a note's name once, when its memory is
 first written, and keeps it: an edit of the text, a correction or a change of kind never moves

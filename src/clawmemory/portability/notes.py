@@ -218,15 +218,7 @@ class _Sync:
         in_file = note_hash(read.note.record)
         head = self.head(record)
         if head is None:  # invalidated in the store (maintenance), with no newer version
-            self.seen.add(mid)
-            if in_file != (last or note_hash(record)):
-                raise InvalidInputError(f"memory {mid} was invalidated and has no current"
-                                        " version: remove the note's id line to store the"
-                                        " note again")
-            self.mirror.track(mid, read.path, in_file)
-            self.mirror.remove_id(mid)  # the folder shows the live set
-            self.note("written", read.rel, mid, "invalidated in the store: the note was"
-                      f" removed (clawmem history {mid} shows it)")
+            self.retired(read, record, edited=in_file != (last or note_hash(record)))
             return
         self.seen.update({mid, head.id})
         in_store = note_hash(head)
@@ -262,6 +254,19 @@ class _Sync:
                    else "front matter changed in place")
             self.note("updated", read.rel, new.id, how)
         self.processed.append((read, new.id))
+
+    def retired(self, read: _Read, record: MemoryRecord, *, edited: bool) -> None:
+        """The note of a memory the store invalidated with no newer version: removed (the
+        folder shows the live set) unless it has edits, which are reported and kept."""
+        self.seen.add(record.id)
+        if edited:
+            raise InvalidInputError(f"memory {record.id} was invalidated and has no current"
+                                    " version: remove the note's id line to store the note"
+                                    " again")
+        self.mirror.track(record.id, read.path, note_hash(read.note.record))
+        self.mirror.remove_id(record.id)
+        self.note("written", read.rel, record.id, "invalidated in the store: the note was"
+                  f" removed (clawmem history {record.id} shows it)")
 
     def head(self, record: MemoryRecord) -> MemoryRecord | None:
         """The current version of a memory: itself while valid, else the newest live version

@@ -41,7 +41,10 @@ DEFERRED: dict[str, str] = {
     # Markdown mirror needs (cognition, history and tools ~0.2 s; every importer ~60 ms).
     "clawmemory.memory -> clawmemory.cognition.steps": "the LLM steps, first maintenance run",
     "clawmemory.memory -> clawmemory.portability.markdown": "the mirror, storage.mirror_dir",
+    "clawmemory.memory -> clawmemory.portability.notes": "the notes sync, storage.mirror_dir",
     "clawmemory.interfaces.cli.serving -> clawmemory.interfaces.rest": "FastAPI and uvicorn",
+    "clawmemory.interfaces.cli.serving -> clawmemory.portability.notes":
+        "the notes watcher, storage.mirror_dir",
 }
 
 

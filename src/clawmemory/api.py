@@ -42,6 +42,8 @@ __all__ = [
     "AsyncMemoryAPI",
     "ListQuery",
     "MemoryAPI",
+    "NoteChange",
+    "NotesReport",
     "RecallQuery",
     "TimeRange",
     "operations",
@@ -59,6 +61,67 @@ LIFECYCLE = frozenset({"with_namespace", "close", "aclose"})
 
 
 # --- value objects ---------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class NoteChange:
+    """One note a sync of the notes folder acted on: its ``path`` (relative to the namespace's
+    folder), the memory ``id`` it holds after the sync ("" when none) and ``detail``: the old
+    path of a rename, the version a conflict kept, the reason something was skipped."""
+
+    path: str
+    id: str = ""
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        return {"path": self.path, "id": self.id, "detail": self.detail}
+
+
+@dataclass(frozen=True, slots=True)
+class NotesReport:
+    """What a sync of a namespace's notes folder did (ADR 0023): notes that became memories
+    (``created``), edits stored as new versions or front-matter changes (``updated``), moves
+    followed (``renamed``), deleted notes whose memories were forgotten (``forgotten``), notes
+    where both the file and the store had changed (``conflicts``: both versions are in the
+    history), notes written from the store (``written``), ``[[wikilinks]]`` turned into links
+    or dropped (``linked``, ``unlinked``: ``detail`` is the other memory) and what was left
+    untouched, with the reason (``skipped``)."""
+
+    namespace: str
+    folder: str
+    created: tuple[NoteChange, ...] = ()
+    updated: tuple[NoteChange, ...] = ()
+    renamed: tuple[NoteChange, ...] = ()
+    forgotten: tuple[NoteChange, ...] = ()
+    conflicts: tuple[NoteChange, ...] = ()
+    written: tuple[NoteChange, ...] = ()
+    linked: tuple[NoteChange, ...] = ()
+    unlinked: tuple[NoteChange, ...] = ()
+    skipped: tuple[NoteChange, ...] = ()
+
+    LISTS: ClassVar[tuple[str, ...]] = ("created", "updated", "renamed", "forgotten",
+                                        "conflicts", "written", "linked", "unlinked",
+                                        "skipped")
+
+    @property
+    def changed(self) -> bool:
+        """Whether the sync changed anything (skips change nothing)."""
+        return any(getattr(self, name) for name in self.LISTS[:-1])
+
+    def counts(self) -> dict[str, int]:
+        return {name: len(getattr(self, name)) for name in self.LISTS}
+
+    def summary(self) -> str:
+        """One line: the counts that are not zero."""
+        parts = [f"{n} {name}" for name, n in self.counts().items() if n]
+        return f"notes of {self.namespace!r}: " + (", ".join(parts) or "nothing to do")
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"namespace": self.namespace, "folder": self.folder,
+                               "counts": self.counts()}
+        for name in self.LISTS:
+            out[name] = [c.to_dict() for c in getattr(self, name)]
+        return out
+
+
 @dataclass(frozen=True, slots=True)
 class TimeRange:
     """The time arguments of one call, each None (not given), epoch seconds, a datetime,
@@ -337,6 +400,10 @@ class MemoryAPI(Protocol):  # pragma: no mutate block (a protocol: stubs, no beh
     ) -> int: ...
 
     # --- portability -------------------------------------------------------------------------
+    def sync_notes(
+        self, *, progress: Callable[[int, int], None] | None = None
+    ) -> NotesReport: ...
+
     def export_snapshot(self) -> str: ...
 
     def import_snapshot(
@@ -521,6 +588,10 @@ class AsyncMemoryAPI(Protocol):  # pragma: no mutate block (a protocol: stubs, n
     async def reindex(
         self, *, progress: Callable[[int, int], None] | None = None, batch_size: int = 256
     ) -> int: ...
+
+    async def sync_notes(
+        self, *, progress: Callable[[int, int], None] | None = None
+    ) -> NotesReport: ...
 
     async def export_snapshot(self) -> str: ...
 

@@ -122,7 +122,12 @@ class StorageSettings(Section):
     # the stack of every JSON codec on the way).
     max_metadata_chars: int = Field(default=100_000, ge=2)
     max_metadata_depth: int = Field(default=20, ge=1, le=100)
-    mirror_dir: Path | None = None  # write each memory through to Markdown files here (002)
+    # A folder of Markdown notes per namespace, written through on every change and read back
+    # by `clawmem sync` (002; ADR 0023).
+    mirror_dir: Path | None = None
+    # With mirror_dir set, `clawmem serve` and `clawmem mcp` look for edited notes this often
+    # (seconds); 0: never (only `clawmem sync` reads them).
+    mirror_poll_s: float = Field(default=0.5, ge=0, le=3600)
     sequence_links: bool = True  # link each episode to the previous turn of its session
     # single: one database (db); per-agent: one per agent (agents.NAME.data_dir/memory.db, 001)
     layout: Literal["single", "per-agent"] = "single"

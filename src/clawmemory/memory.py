@@ -20,7 +20,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, cast
 
-from clawmemory.api import ALL_JOBS
+from clawmemory.api import ALL_JOBS, NotesReport
 from clawmemory.backends.base import ArchiveEntry, Link, RunRecord, Store
 from clawmemory.backends.registry import open_store
 from clawmemory.client.aio import install_opener
@@ -506,6 +506,21 @@ class Memory:
         return self.parts.graph.entity_info(name, limit=limit)
 
     # --- portability (000) and vectors ---------------------------------------------------------
+    def sync_notes(
+        self, *, progress: Callable[[int, int], None] | None = None
+    ) -> NotesReport:
+        """Read this namespace's notes folder (``storage.mirror_dir``) back into the store: an
+        edited note becomes a new version (``history`` keeps the old text), a new note a new
+        memory (its id is written into it), a deleted note forgets its memory, a moved one is
+        followed, ``[[wikilinks]]`` become links; a note and a memory that both changed keep
+        both versions (a conflict). Returns what was done and what was skipped, and why
+        (ADR 0023). ``progress(done, total)`` over the notes read."""
+        # Imported on first use: the portability package (every importer, ~60 ms) is no part
+        # of an ordinary start.
+        from clawmemory.portability.notes import sync_notes
+
+        return sync_notes(self, progress=progress)
+
     def export_snapshot(self) -> str:
         """Every memory of this namespace as JSON (embeddings excluded). Lossless with
         ``import_snapshot``."""

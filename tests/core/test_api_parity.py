@@ -77,6 +77,7 @@ ROUTES: dict[str, tuple[str, str]] = {
 LOCAL_ONLY: dict[str, str] = {
     "flush": "the server writes its own queued access counts; a client has none",
     "reindex": "re-embeds every namespace of the database: run where the database is",
+    "sync_notes": "reads the notes folder next to the database; a server syncs its own",
 }
 
 

@@ -288,6 +288,41 @@ def test_an_archived_memory_can_be_forgotten_by_id_and_leaves_nothing(
         mem.forget(rid)
 
 
+def test_forget_leaves_nothing_in_the_notes_folder_either(tmp_path: Path, clock: Clock) -> None:
+    """With storage.mirror_dir set, no file under the notes folder (notes, the state file that
+    tracks them, a note moved by hand, a sync's leftovers) holds a forgotten memory's text or
+    its id: the folder is part of the promise, not a copy beside it."""
+    db, notes = tmp_path / "a.db", tmp_path / "notes"
+    cfg = Settings(storage=StorageSettings(mirror_dir=notes))
+    mem = Memory(SQLiteStore(db), cfg, clock=clock, embedder=HashEmbedder())
+    rid = mem.store("the Vortigaunt vault combination is 4471", key="vault")
+    clock.advance(60)
+    new = mem.correct("vault", "the Vortigaunt vault combination is 4472")
+    other = mem.store("the Bramblethorn garden gate code is 9100")
+    mem.link(new.id, other)
+    (notes / "default" / "moved").mkdir()
+    note = next(p for p in notes.rglob("*.md") if f"id: {new.id}" in p.read_text())
+    note.rename(notes / "default" / "moved" / "vault.md")  # moved by hand, not synced yet
+    mem.sync_notes()  # the state file now names the moved note
+
+    def files() -> dict[Path, bytes]:
+        return {p: p.read_bytes().lower() for p in notes.rglob("*") if p.is_file()}
+
+    everything = b"".join(files().values())
+    assert b"vortigaunt" in everything and new.id.encode() in everything
+
+    mem.forget("vault")
+
+    left = files()
+    assert left, "the other memory's note and the state file stay"
+    for path, data in left.items():
+        for word in (b"vortigaunt", b"4471", b"4472", rid.encode(), new.id.encode()):
+            assert word not in data, f"{path} still holds {word!r}"
+    assert b"bramblethorn" in b"".join(left.values())
+    assert b"vortigaunt" not in file_bytes(db)
+    mem.close()
+
+
 # --- through the command line --------------------------------------------------------------------
 def _cli(db: Path, *args: str, home: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLAWMEM_")}

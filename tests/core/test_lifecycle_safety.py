@@ -466,7 +466,8 @@ def test_archiving_removes_the_mirror_note_and_restoring_writes_it_back(tmp_path
         notes = tmp_path / "notes" / "default"
 
         def noted() -> list[str]:
-            return sorted(i for p in notes.rglob("*.md") for i in (chat, kept) if i in p.name)
+            return sorted(i for p in notes.rglob("*.md") for i in (chat, kept)
+                          if f"id: {i}" in p.read_text())
 
         assert noted() == sorted([chat, kept])
         clock.advance(8 * DAY)

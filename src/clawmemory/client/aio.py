@@ -123,6 +123,7 @@ class AsyncMemory:
     repair = _in_thread(MemoryAPI.repair)
     backfill = _in_thread(MemoryAPI.backfill)
     reindex = _in_thread(MemoryAPI.reindex)
+    sync_notes = _in_thread(MemoryAPI.sync_notes)
     export_snapshot = _in_thread(MemoryAPI.export_snapshot)
     import_snapshot = _in_thread(MemoryAPI.import_snapshot)
     import_records = _in_thread(MemoryAPI.import_records)

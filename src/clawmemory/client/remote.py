@@ -32,6 +32,7 @@ from clawmemory.api import (
     UNSET,
     ListQuery,
     MemoryAPI,
+    NotesReport,
     RecallQuery,
     TimeRange,
 )
@@ -450,6 +451,13 @@ class RemoteMemory:
     ) -> int:
         raise ConfigError("reindex re-embeds every namespace of the database: run `clawmem"
                           " reindex` where the database is, not through a server")
+
+    def sync_notes(
+        self, *, progress: Callable[[int, int], None] | None = None
+    ) -> NotesReport:
+        raise ConfigError("sync_notes reads the notes folder next to the database: run `clawmem"
+                          " sync` where the database is (a server with storage.mirror_dir set"
+                          " syncs its notes itself)")
 
     # --- portability -------------------------------------------------------------------------
     def export_snapshot(self) -> str:

@@ -1,7 +1,7 @@
-"""The Markdown mirror's write-through (002 file store): every write and removal is copied to a
-folder of notes, one folder per namespace. The notes themselves are written by the portability
-layer's ``MarkdownMirror``, which the composition root passes in as ``MirrorFactory``: the core
-only knows the three operations it calls."""
+"""The Markdown notes' write-through (002 file store): every write and removal is copied to a
+folder of notes, one folder per namespace. The notes themselves are written (and read back by
+``clawmem sync``) by the portability layer's ``MarkdownMirror``, which the composition root
+passes in as ``MirrorFactory``: the core only knows the two operations it calls."""
 
 from __future__ import annotations
 
@@ -23,11 +23,16 @@ log = logging.getLogger("clawmemory")
 class MirrorNotes(Protocol):
     """One namespace's folder of notes (``portability.markdown.MarkdownMirror``)."""
 
-    def write(self, record: MemoryRecord) -> object: ...
+    def apply(self, written: Sequence[MemoryRecord],
+              removed: Sequence[MemoryRecord] = ()) -> object:
+        """Write through one change: the notes of ``written`` records are written (a
+        correction's new version takes over its predecessor's note), those of ``removed``
+        ones deleted."""
+        ...
 
-    def remove(self, record: MemoryRecord) -> object: ...
-
-    def sync(self, records: Iterable[MemoryRecord]) -> int: ...
+    def sync(self, records: Iterable[MemoryRecord]) -> int:
+        """Make the folder hold the notes of exactly ``records``."""
+        ...
 
 
 MirrorFactory = Callable[[Path], MirrorNotes]
@@ -42,6 +47,11 @@ class Mirrors:
         self._factory = factory
         self._mirrors: dict[str, MirrorNotes] = {}
         self._lock = threading.Lock()
+
+    @property
+    def root(self) -> Path | None:
+        """The folder that holds a folder per namespace; None when no mirror is configured."""
+        return self._root
 
     def of(self, namespace: str) -> MirrorNotes | None:
         """The namespace's mirror, or None when no mirror is configured."""
@@ -64,10 +74,9 @@ class Mirrors:
         mirror = self.of(namespace)
         if mirror is None:
             return
+        if not written and not removed:
+            return
         try:
-            for r in written:
-                mirror.write(r)
-            for r in removed:
-                mirror.remove(r)
+            mirror.apply(written, removed)
         except ClawMemoryError as exc:
-            log.warning("markdown mirror: %s (`clawmem export --format markdown` rebuilds it)", exc)
+            log.warning("markdown mirror: %s (`clawmem sync` writes what is missing)", exc)

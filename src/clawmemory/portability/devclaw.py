@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,7 @@ from clawmemory.portability.frontmatter import FrontMatter, Value, split_front_m
 from clawmemory.snapshot import ParsedSnapshot
 from clawmemory.validation import check_content, check_key, check_metadata, check_tags
 
-__all__ = ["read_devclaw_db", "read_devclaw_md"]
+__all__ = ["Note", "read_devclaw_db", "read_devclaw_md", "read_note"]
 
 _MAX_INT = 2.0**53
 # Front matter keys that map to record fields; every other key goes to metadata.
@@ -56,6 +57,7 @@ _FIELDS = frozenset({
     "id", "category", "kind", "created_at", "keywords", "tags", "key", "source", "source_role",
     "session_id", "event_time", "updated_at", "score", "confidence", "decay_rate",
     "valid_until", "supersedes", "source_ids", "metadata", "links",
+    "hash", "conflict",  # the notes folder's bookkeeping (markdown.py), never metadata
 })
 
 
@@ -96,9 +98,36 @@ def read_devclaw_md(
     return parsed
 
 
+@dataclass(frozen=True)
+class Note:
+    """One note read: the memory it describes, the ids in its ``links`` and its front matter
+    (``front.fields`` says which fields were written: a note without ``id`` is new)."""
+
+    record: MemoryRecord
+    links: list[str]
+    front: FrontMatter
+
+
+def read_note(file: Path, rel: str, *, namespace: str, now: float, max_chars: int,
+              default_kind: str | None = None) -> Note:
+    """Read one note as the importer does (``rel``: the name its stable id is derived from when
+    it has no ``id``). ``default_kind``: the kind of a note with no category outside a category
+    folder (else that is an error). Raises ImportFormatError at the offending line."""
+    fm = split_front_matter(read_text(file), str(file))
+    record, links = _from_front_matter(file, rel, fm, namespace=namespace, now=now,
+                                       max_chars=max_chars, default_kind=default_kind)
+    return Note(record, links, fm)
+
+
 def _note(file: Path, rel: str, *, namespace: str, now: float,
           max_chars: int) -> tuple[MemoryRecord, list[str]]:
-    fm = split_front_matter(read_text(file), str(file))
+    note = read_note(file, rel, namespace=namespace, now=now, max_chars=max_chars)
+    return note.record, note.links
+
+
+def _from_front_matter(file: Path, rel: str, fm: FrontMatter, *, namespace: str, now: float,
+                       max_chars: int, default_kind: str | None
+                       ) -> tuple[MemoryRecord, list[str]]:
     content = fm.body.strip()
     with located(file, line=fm.body_line):
         check_content(content, max_chars)
@@ -107,11 +136,13 @@ def _note(file: Path, rel: str, *, namespace: str, now: float,
     folder = file.parent.name.lower()
     with at("category" if "category" in f else "kind"):
         category = _text(fm.text("category") or fm.text("kind"), "category")
-        if category is None and folder not in KINDS and folder != "knowledge":
+        if (category is None and folder not in KINDS and folder != "knowledge"
+                and default_kind is None):
             raise InvalidInputError(
                 "no category: give 'category:' in the front matter or put the note in a"
                 f" category folder ({', '.join(KINDS)})")
-        kind = normalize_kind(category or folder)
+        in_folder = folder if folder in KINDS or folder == "knowledge" else None
+        kind = normalize_kind(category or in_folder or default_kind or folder)
     with at("created_at"):
         created = parse_time(f.get("created_at"), "created_at") or epoch_date(file.name) or now
     with at("keywords" if "keywords" in f else "tags"):

@@ -9,6 +9,7 @@ command::
     clawmem export --format markdown --out notes/
     clawmem import ~/openclaw --from openclaw --dry-run
     clawmem --json import agent/memory.db --from sclaw --no-messages
+    clawmem sync                        # read the notes folder (storage.mirror_dir) back
 
 The whole source is read and checked first, then written in one transaction. A source that is
 not the format exits 2 with ``error: FILE:LINE: ...`` or ``error: FILE: table T, row N ...``
@@ -60,7 +61,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ExportFormat", "register"]
 
-COMMANDS = ("export", "import", "copy")
+COMMANDS = ("export", "import", "copy", "sync")
 
 
 class ExportFormat(StrEnum):
@@ -92,6 +93,7 @@ def register(app: typer.Typer) -> None:
     app.command("export")(guarded(export_cmd))
     app.command("import", epilog=_FORMATS_EPILOG)(guarded(import_cmd))
     app.command("copy")(guarded(copy_cmd))
+    app.command("sync")(guarded(sync_cmd))
 
 
 def _command_name(info: Any) -> str | None:
@@ -194,6 +196,33 @@ def export_cmd(
         raise InvalidInputError(str(exc)) from exc
     data = {"path": str(out), "format": fmt.value, "entries": count}
     emit(ctx, data, plain(f"exported {count} memories to {out}"))
+
+
+# --- sync ----------------------------------------------------------------------------------------
+def sync_cmd(
+    ctx: typer.Context,
+    *,
+    progress: Annotated[bool | None, typer.Option(
+        "--progress/--no-progress", help="Progress bar on stderr (default: on a terminal).")
+    ] = None,
+) -> None:
+    """Read the namespace's notes folder (storage.mirror_dir) back into memory.
+
+    An edited note becomes a new version (clawmem history shows the old text), a note without
+    an id a new memory (its id is written into it), a deleted note forgets its memory, a moved
+    or renamed note is followed and [[wikilinks]] become links. When a note and its memory
+    both changed, both versions are kept (a conflict, reported). Notes that cannot be read
+    are reported and left as they are. See docs/markdown-notes.md.
+
+    Example: clawmem sync --json
+    """
+    with open_memory(ctx, local=True) as mem, _progress_bar(_show_progress(ctx, progress)) as bar:
+        report = mem.sync_notes(progress=bar)
+    lines = [f"synced {report.folder}: " + (", ".join(
+        f"{n} {name}" for name, n in report.counts().items() if n) or "nothing to do")]
+    for what, items in (("conflict", report.conflicts), ("skipped", report.skipped)):
+        lines += [f"  {what}: {c.path}: {c.detail}" for c in items]
+    emit(ctx, report.to_dict(), lambda _console: typer.echo("\n".join(lines)))  # unwrapped
 
 
 # --- import --------------------------------------------------------------------------------------

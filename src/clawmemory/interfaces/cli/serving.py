@@ -27,7 +27,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -43,6 +43,9 @@ from clawmemory.interfaces.cli.common import (
 )
 from clawmemory.profiles import DEFAULT_PROFILE
 from clawmemory.tools.dialects import DEFAULT_DIALECT, DIALECTS, resolve_dialect
+
+if TYPE_CHECKING:
+    from clawmemory.memory import Memory
 
 __all__ = ["COMMANDS", "DEFAULT_HOST", "DEFAULT_PORT", "register"]
 
@@ -85,7 +88,7 @@ def mcp_cmd(ctx: typer.Context, dialect: DialectOpt = None,
     # Lazy for cold start: the MCP SDK costs ~0.7 s to import, and only these commands use it.
     from clawmemory.interfaces.mcp import build_server, serve_stdio
 
-    with open_memory(ctx, local=True) as mem, _stop_on_sigterm():
+    with open_memory(ctx, local=True) as mem, _stop_on_sigterm(), _notes_watcher(mem):
         key = key or _profile_dialect(mem.settings)
         server = build_server(mem, key, all_tools=all_tools)
         log.info("serving MCP on stdio: dialect %s, namespace %s, database %s; %s", key,
@@ -130,7 +133,7 @@ def serve_cmd(
     extra = _checked_hosts(allow_host)  # before anything is opened
     if not loopback:
         _refuse_unless_keys(ctx, host, None)
-    with open_memory(ctx, local=True) as mem, _stop_on_sigterm():
+    with open_memory(ctx, local=True) as mem, _stop_on_sigterm(), _notes_watcher(mem):
         keys = keys_for(mem.store_backend)
         if not loopback:
             _refuse_unless_keys(ctx, host, keys)
@@ -230,6 +233,23 @@ def _checked_hosts(names: list[str] | None) -> list[str]:
     except ValidationError as exc:
         message = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
         raise InvalidInputError(f"--allow-host: {message}") from None
+
+
+@contextmanager
+def _notes_watcher(mem: Memory) -> Iterator[None]:
+    """With ``storage.mirror_dir`` set, a thread that syncs edited notes back while the server
+    runs (``storage.mirror_poll_s``; ADR 0023), stopped before the memory closes."""
+    cfg = mem.settings.storage
+    if cfg.mirror_dir is None or cfg.mirror_poll_s <= 0:
+        yield
+        return
+    # Lazy for cold start: the portability package loads only when a notes folder is set.
+    from clawmemory.portability.notes import NotesWatcher
+
+    watcher = NotesWatcher(mem, interval=cfg.mirror_poll_s)
+    log.info("watching the notes in %s (every %g s)", watcher.root, cfg.mirror_poll_s)
+    with watcher.running():
+        yield
 
 
 @contextmanager

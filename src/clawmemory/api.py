@@ -106,6 +106,8 @@ class RecallQuery:
     tags: Iterable[str] = ()
     session_id: str | None = None
     exclude_session_id: str | None = None
+    narrative_id: str | int | None = None
+    task_id: str | int | None = None
     metadata: Mapping[str, Any] | None = None
     include_invalid: bool = False
     mode: str | None = None
@@ -135,6 +137,8 @@ class ListQuery:
     kind: str | Iterable[str] | None = None
     tags: Iterable[str] = ()
     session_id: str | None = None
+    narrative_id: str | int | None = None
+    task_id: str | int | None = None
     metadata: Mapping[str, Any] | None = None
     source: str | None = None
     include_invalid: bool = False
@@ -195,6 +199,8 @@ class MemoryAPI(Protocol):  # pragma: no mutate block (a protocol: stubs, no beh
         tags: Iterable[str] | str = (),
         metadata: Mapping[str, Any] | None = None,
         session_id: str | None = None,
+        narrative_id: str | int | None = None,
+        task_id: str | int | None = None,
         event_time: Any = None,
         source: str | None = None,
         source_role: str | None = None,
@@ -224,7 +230,15 @@ class MemoryAPI(Protocol):  # pragma: no mutate block (a protocol: stubs, no beh
 
     def forget_namespace(self) -> int: ...
 
-    def observe(self, role: str, content: str, session_id: str) -> str: ...
+    def observe(
+        self,
+        role: str,
+        content: str,
+        session_id: str,
+        *,
+        narrative_id: str | int | None = None,
+        task_id: str | int | None = None,
+    ) -> str: ...
 
     # --- feedback and correction -------------------------------------------------------------
     def reinforce(self, id_or_key: str, weight: int | None = None) -> MemoryRecord: ...
@@ -253,6 +267,8 @@ class MemoryAPI(Protocol):  # pragma: no mutate block (a protocol: stubs, no beh
         kind: str | Iterable[str] | None = None,
         tags: Iterable[str] = (),
         session_id: str | None = None,
+        narrative_id: str | int | None = None,
+        task_id: str | int | None = None,
         metadata: Mapping[str, Any] | None = None,
         source: str | None = None,
         include_invalid: bool = False,
@@ -287,6 +303,8 @@ class MemoryAPI(Protocol):  # pragma: no mutate block (a protocol: stubs, no beh
         tags: Iterable[str] = (),
         session_id: str | None = None,
         exclude_session_id: str | None = None,
+        narrative_id: str | int | None = None,
+        task_id: str | int | None = None,
         metadata: Mapping[str, Any] | None = None,
         include_invalid: bool = False,
         mode: str | None = None,
@@ -382,6 +400,8 @@ class AsyncMemoryAPI(Protocol):  # pragma: no mutate block (a protocol: stubs, n
         tags: Iterable[str] | str = (),
         metadata: Mapping[str, Any] | None = None,
         session_id: str | None = None,
+        narrative_id: str | int | None = None,
+        task_id: str | int | None = None,
         event_time: Any = None,
         source: str | None = None,
         source_role: str | None = None,
@@ -411,7 +431,15 @@ class AsyncMemoryAPI(Protocol):  # pragma: no mutate block (a protocol: stubs, n
 
     async def forget_namespace(self) -> int: ...
 
-    async def observe(self, role: str, content: str, session_id: str) -> str: ...
+    async def observe(
+        self,
+        role: str,
+        content: str,
+        session_id: str,
+        *,
+        narrative_id: str | int | None = None,
+        task_id: str | int | None = None,
+    ) -> str: ...
 
     async def reinforce(self, id_or_key: str, weight: int | None = None) -> MemoryRecord: ...
 
@@ -438,6 +466,8 @@ class AsyncMemoryAPI(Protocol):  # pragma: no mutate block (a protocol: stubs, n
         kind: str | Iterable[str] | None = None,
         tags: Iterable[str] = (),
         session_id: str | None = None,
+        narrative_id: str | int | None = None,
+        task_id: str | int | None = None,
         metadata: Mapping[str, Any] | None = None,
         source: str | None = None,
         include_invalid: bool = False,
@@ -472,6 +502,8 @@ class AsyncMemoryAPI(Protocol):  # pragma: no mutate block (a protocol: stubs, n
         tags: Iterable[str] = (),
         session_id: str | None = None,
         exclude_session_id: str | None = None,
+        narrative_id: str | int | None = None,
+        task_id: str | int | None = None,
         metadata: Mapping[str, Any] | None = None,
         include_invalid: bool = False,
         mode: str | None = None,

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from clawmemory.backends.base import SessionLedger
 from clawmemory.backends.registry import backend_of
 from clawmemory.errors import InvalidInputError
-from clawmemory.validation import check_content, check_label
+from clawmemory.validation import check_content, check_label, check_provenance_id
 
 if TYPE_CHECKING:
     from clawmemory.core.local import LocalMemory
@@ -77,20 +77,24 @@ def is_session_consolidated(mem: LocalMemory, session_id: str) -> bool:
     return session_ledger(mem).consolidated_at(mem.namespace, _session(session_id)) is not None
 
 
-def observe(mem: LocalMemory, role: str, content: str, session_id: str) -> str:
+def observe(mem: LocalMemory, role: str, content: str, session_id: str, *,
+            narrative_id: str | int | None = None, task_id: str | int | None = None) -> str:
     """Store one dialogue turn as an ``episode`` and return its id (004 hot path).
 
     ``role`` is ``"user"`` or the agent's name. The session is registered for consolidation
-    on its first message. Everything is checked before the first write."""
+    on its first message; ``narrative_id``/``task_id`` (003 provenance) go on the episode.
+    Everything is checked before the first write."""
     if not isinstance(role, str) or not role.strip():
         raise InvalidInputError("role must be non-empty text ('user' or the agent's name)")
     check_label(role, "role")
     sid = _session(session_id)
     check_content(content, mem.settings.storage.max_content_chars)
+    narrative = check_provenance_id(narrative_id, "narrative_id")
+    task = check_provenance_id(task_id, "task_id")
     register_session(mem, sid)
     record = mem.parts.writes.new_record(
         content, key=None, kind="episode", tags=(), metadata=None, session_id=sid,
-        event_time=mem.clock(), source=EPISODE_SOURCE, source_role=role.strip(), source_ids=(),
+        narrative_id=narrative, task_id=task, event_time=mem.clock(), source=EPISODE_SOURCE, source_role=role.strip(), source_ids=(),
         confidence=1.0,
     )
     # Returns once the episode, its links and its queue row are committed: the vector follows

@@ -331,8 +331,9 @@ def test_koshi_memories_archive_and_links(sqlite_mem: Memory, tmp_path: Path) ->
     assert (sqlite_mem.count(), len(sqlite_mem.archived())) == (3, 1)
 
 
+@pytest.mark.parametrize("via", ["import_snapshot", "json file"])
 def test_a_snapshot_from_before_the_provenance_fields_moves_them_out_of_metadata(
-    sqlite_mem: Memory,
+    sqlite_mem: Memory, tmp_path: Path, via: str,
 ) -> None:
     """The koshi importer used to keep 003's narrative_id/task_id in metadata; importing a
     snapshot written then (its entries have no such fields) makes them the fields. An entry
@@ -345,7 +346,11 @@ def test_a_snapshot_from_before_the_provenance_fields_moves_them_out_of_metadata
         {"id": "text", "content": "HMAC keys rotate", "kind": "fact",
          "metadata": {"task_id": "not an integer"}},
     ]
-    report = sqlite_mem.import_snapshot(json.dumps({"entries": entries}))
+    if via == "json file":
+        (tmp_path / "old.json").write_text(json.dumps({"entries": entries}), encoding="utf-8")
+        report = load(sqlite_mem, "json", tmp_path / "old.json")
+    else:
+        report = sqlite_mem.import_snapshot(json.dumps({"entries": entries}))
     assert report["created"] == 3
     got = {r.id: (r.narrative_id, r.task_id, dict(r.metadata)) for r in sqlite_mem.list()}
     assert got == {"old": ("4", "7", {"app": "pay"}), "new": ("5", None, {"narrative_id": 4}),

@@ -94,8 +94,8 @@ def observe(mem: LocalMemory, role: str, content: str, session_id: str, *,
     register_session(mem, sid)
     record = mem.parts.writes.new_record(
         content, key=None, kind="episode", tags=(), metadata=None, session_id=sid,
-        narrative_id=narrative, task_id=task, event_time=mem.clock(), source=EPISODE_SOURCE, source_role=role.strip(), source_ids=(),
-        confidence=1.0,
+        narrative_id=narrative, task_id=task, event_time=mem.clock(), source=EPISODE_SOURCE,
+        source_role=role.strip(), source_ids=(), confidence=1.0,
     )
     # Returns once the episode, its links and its queue row are committed: the vector follows
     # in the background worker (ADR 0013), keyword recall sees the episode at once.

@@ -45,8 +45,8 @@ Mentions = builtins.list[Mention]
 # ``store()``'s optional arguments with their defaults (``store_many`` items may omit them).
 STORE_DEFAULTS: Mapping[str, Any] = {
     "key": None, "kind": "fact", "tags": (), "metadata": None, "session_id": None,
-    "narrative_id": None, "task_id": None, "event_time": None, "source": None, "source_role": None, "source_ids": (),
-    "confidence": 1.0,
+    "narrative_id": None, "task_id": None, "event_time": None, "source": None,
+    "source_role": None, "source_ids": (), "confidence": 1.0,
 }
 
 

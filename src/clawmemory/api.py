@@ -169,6 +169,8 @@ class RecallQuery:
     tags: Iterable[str] = ()
     session_id: str | None = None
     exclude_session_id: str | None = None
+    narrative_id: str | int | None = None
+    task_id: str | int | None = None
     metadata: Mapping[str, Any] | None = None
     include_invalid: bool = False
     mode: str | None = None
@@ -198,6 +200,8 @@ class ListQuery:
     kind: str | Iterable[str] | None = None
     tags: Iterable[str] = ()
     session_id: str | None = None
+    narrative_id: str | int | None = None
+    task_id: str | int | None = None
     metadata: Mapping[str, Any] | None = None
     source: str | None = None
     include_invalid: bool = False
@@ -258,6 +262,8 @@ class MemoryAPI(Protocol):  # pragma: no mutate block (a protocol: stubs, no beh
         tags: Iterable[str] | str = (),
         metadata: Mapping[str, Any] | None = None,
         session_id: str | None = None,
+        narrative_id: str | int | None = None,
+        task_id: str | int | None = None,
         event_time: Any = None,
         source: str | None = None,
         source_role: str | None = None,
@@ -287,7 +293,15 @@ class MemoryAPI(Protocol):  # pragma: no mutate block (a protocol: stubs, no beh
 
     def forget_namespace(self) -> int: ...
 
-    def observe(self, role: str, content: str, session_id: str) -> str: ...
+    def observe(
+        self,
+        role: str,
+        content: str,
+        session_id: str,
+        *,
+        narrative_id: str | int | None = None,
+        task_id: str | int | None = None,
+    ) -> str: ...
 
     # --- feedback and correction -------------------------------------------------------------
     def reinforce(self, id_or_key: str, weight: int | None = None) -> MemoryRecord: ...
@@ -316,6 +330,8 @@ class MemoryAPI(Protocol):  # pragma: no mutate block (a protocol: stubs, no beh
         kind: str | Iterable[str] | None = None,
         tags: Iterable[str] = (),
         session_id: str | None = None,
+        narrative_id: str | int | None = None,
+        task_id: str | int | None = None,
         metadata: Mapping[str, Any] | None = None,
         source: str | None = None,
         include_invalid: bool = False,
@@ -350,6 +366,8 @@ class MemoryAPI(Protocol):  # pragma: no mutate block (a protocol: stubs, no beh
         tags: Iterable[str] = (),
         session_id: str | None = None,
         exclude_session_id: str | None = None,
+        narrative_id: str | int | None = None,
+        task_id: str | int | None = None,
         metadata: Mapping[str, Any] | None = None,
         include_invalid: bool = False,
         mode: str | None = None,
@@ -449,6 +467,8 @@ class AsyncMemoryAPI(Protocol):  # pragma: no mutate block (a protocol: stubs, n
         tags: Iterable[str] | str = (),
         metadata: Mapping[str, Any] | None = None,
         session_id: str | None = None,
+        narrative_id: str | int | None = None,
+        task_id: str | int | None = None,
         event_time: Any = None,
         source: str | None = None,
         source_role: str | None = None,
@@ -478,7 +498,15 @@ class AsyncMemoryAPI(Protocol):  # pragma: no mutate block (a protocol: stubs, n
 
     async def forget_namespace(self) -> int: ...
 
-    async def observe(self, role: str, content: str, session_id: str) -> str: ...
+    async def observe(
+        self,
+        role: str,
+        content: str,
+        session_id: str,
+        *,
+        narrative_id: str | int | None = None,
+        task_id: str | int | None = None,
+    ) -> str: ...
 
     async def reinforce(self, id_or_key: str, weight: int | None = None) -> MemoryRecord: ...
 
@@ -505,6 +533,8 @@ class AsyncMemoryAPI(Protocol):  # pragma: no mutate block (a protocol: stubs, n
         kind: str | Iterable[str] | None = None,
         tags: Iterable[str] = (),
         session_id: str | None = None,
+        narrative_id: str | int | None = None,
+        task_id: str | int | None = None,
         metadata: Mapping[str, Any] | None = None,
         source: str | None = None,
         include_invalid: bool = False,
@@ -539,6 +569,8 @@ class AsyncMemoryAPI(Protocol):  # pragma: no mutate block (a protocol: stubs, n
         tags: Iterable[str] = (),
         session_id: str | None = None,
         exclude_session_id: str | None = None,
+        narrative_id: str | int | None = None,
+        task_id: str | int | None = None,
         metadata: Mapping[str, Any] | None = None,
         include_invalid: bool = False,
         mode: str | None = None,

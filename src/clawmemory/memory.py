@@ -236,6 +236,8 @@ class Memory:
         tags: Iterable[str] | str = (),
         metadata: Mapping[str, Any] | None = None,
         session_id: str | None = None,
+        narrative_id: str | int | None = None,
+        task_id: str | int | None = None,
         event_time: Any = None,
         source: str | None = None,
         source_role: str | None = None,
@@ -243,11 +245,13 @@ class Memory:
         confidence: float = 1.0,
     ) -> str:
         """Store a memory and return its id. With a ``key`` that already exists in this
-        namespace, that memory is updated in place (upsert — 000) and keeps its id."""
+        namespace, that memory is updated in place (upsert — 000) and keeps its id.
+        ``narrative_id``/``task_id``: the narrative active when it was created and the task
+        that produced it (003 provenance; an integer is kept as its decimal text)."""
         record = self.parts.writes.new_record(
             content, key=key, kind=kind, tags=tags, metadata=metadata, session_id=session_id,
-            event_time=event_time, source=source, source_role=source_role,
-            source_ids=source_ids, confidence=confidence)
+            narrative_id=narrative_id, task_id=task_id, event_time=event_time, source=source,
+            source_role=source_role, source_ids=source_ids, confidence=confidence)
         return self.parts.writes.write([record])[0].id
 
     def store_many(
@@ -341,10 +345,19 @@ class Memory:
         part of it; ``forget`` removes them with the rest)."""
         return self.parts.records.history(id_or_key)
 
-    def observe(self, role: str, content: str, session_id: str) -> str:
+    def observe(
+        self,
+        role: str,
+        content: str,
+        session_id: str,
+        *,
+        narrative_id: str | int | None = None,
+        task_id: str | int | None = None,
+    ) -> str:
         """Hot-path ingestion (004): store one user or agent message as an episode, with fast
         NER and no LLM, and register its session for consolidation. Returns the id."""
-        return ingest.observe(self, role, content, session_id)
+        return ingest.observe(self, role, content, session_id, narrative_id=narrative_id,
+                              task_id=task_id)
 
     # --- reading -------------------------------------------------------------------------------
     def get(self, id_or_key: str) -> MemoryRecord:
@@ -357,6 +370,8 @@ class Memory:
         kind: str | Iterable[str] | None = None,
         tags: Iterable[str] = (),
         session_id: str | None = None,
+        narrative_id: str | int | None = None,
+        task_id: str | int | None = None,
         metadata: Mapping[str, Any] | None = None,
         source: str | None = None,
         include_invalid: bool = False,
@@ -374,9 +389,9 @@ class Memory:
         valid then) are epoch seconds, datetimes, ISO-8601 or expressions ("2 weeks ago")."""
         return self.parts.records.list(
             limit=limit, offset=offset, order=order, kind=kind, tags=tags,
-            session_id=session_id, metadata=metadata, source=source,
-            include_invalid=include_invalid, since=since, until=until,
-            created_since=created_since, created_until=created_until, as_of=as_of)
+            session_id=session_id, narrative_id=narrative_id, task_id=task_id,
+            metadata=metadata, source=source, include_invalid=include_invalid, since=since,
+            until=until, created_since=created_since, created_until=created_until, as_of=as_of)
 
     def count(
         self,
@@ -404,6 +419,8 @@ class Memory:
         tags: Iterable[str] = (),
         session_id: str | None = None,
         exclude_session_id: str | None = None,
+        narrative_id: str | int | None = None,
+        task_id: str | int | None = None,
         metadata: Mapping[str, Any] | None = None,
         include_invalid: bool = False,
         mode: str | None = None,
@@ -434,9 +451,9 @@ class Memory:
         """
         return self.parts.retrieval.recall(
             query, limit=limit, kind=kind, tags=tags, session_id=session_id,
-            exclude_session_id=exclude_session_id, metadata=metadata,
-            include_invalid=include_invalid, mode=mode, depth=depth, archive=archive,
-            touch=touch, since=since, until=until, created_since=created_since,
+            exclude_session_id=exclude_session_id, narrative_id=narrative_id, task_id=task_id,
+            metadata=metadata, include_invalid=include_invalid, mode=mode, depth=depth,
+            archive=archive, touch=touch, since=since, until=until, created_since=created_since,
             created_until=created_until, as_of=as_of)
 
     # --- introspection -------------------------------------------------------------------------

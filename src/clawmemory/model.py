@@ -122,6 +122,10 @@ class MemoryRecord:
     source_role: str | None = None  # "user" or the agent's name (004 episodes)
     source_ids: tuple[str, ...] = ()  # provenance: memories this one was derived from (004)
     session_id: str | None = None
+    # The narrative (story arc) active when this memory was created and the task that produced
+    # it (003's narrative_id / task_id): another system's ids, kept as text (ADR 0024).
+    narrative_id: str | None = None
+    task_id: str | None = None
     created_at: float = 0.0
     event_time: float | None = None  # when the remembered thing happened (004)
     updated_at: float = 0.0
@@ -271,6 +275,8 @@ class Filter:
     tags: tuple[str, ...] = ()  # all of these tags must be present
     session_id: str | None = None
     exclude_session_id: str | None = None
+    narrative_id: str | None = None
+    task_id: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)  # metadata[k] == v for each pair
     source: str | None = None
     created_after: float | None = None
@@ -288,6 +294,8 @@ class Filter:
         tags: Iterable[str] = (),
         session_id: str | None = None,
         exclude_session_id: str | None = None,
+        narrative_id: str | None = None,
+        task_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         source: str | None = None,
         created_after: float | None = None,
@@ -308,6 +316,8 @@ class Filter:
             tags=tuple(t.strip() for t in tags if t.strip()),
             session_id=session_id,
             exclude_session_id=exclude_session_id,
+            narrative_id=narrative_id,
+            task_id=task_id,
             metadata=dict(metadata or {}),
             source=source,
             created_after=created_after,
@@ -325,6 +335,8 @@ class Filter:
             all(t in r.tags for t in self.tags),
             self.session_id is None or r.session_id == self.session_id,
             self.exclude_session_id is None or r.session_id != self.exclude_session_id,
+            self.narrative_id is None or r.narrative_id == self.narrative_id,
+            self.task_id is None or r.task_id == self.task_id,
             all(meta_equal(r.metadata.get(k), v) for k, v in self.metadata.items()),
             self.source is None or r.source == self.source,
             self.created_after is None or r.created_at >= self.created_after,
@@ -341,7 +353,8 @@ class Filter:
     def restrictive(self) -> bool:
         """Whether the filter may leave few of a namespace's memories (recall then searches
         vectors among the allowed ones only)."""
-        return bool(self.kinds or self.tags or self.session_id or self.metadata or self.source
+        return bool(self.kinds or self.tags or self.session_id or self.narrative_id
+                    or self.task_id or self.metadata or self.source
                     or self.created_after is not None or self.created_before is not None
                     or self.since is not None or self.until is not None
                     or self.as_of is not None)

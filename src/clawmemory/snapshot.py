@@ -29,6 +29,7 @@ from clawmemory.validation import (
     check_content,
     check_key,
     check_metadata,
+    check_provenance_id,
     check_ref,
     check_tags,
     check_text,
@@ -107,10 +108,12 @@ class ParsedSnapshot:
 
 
 def parse_snapshot(
-    text: str, *, namespace: str, now: float, max_chars: int, source: str = "<snapshot>"
+    text: str, *, namespace: str, now: float, max_chars: int, source: str = "<snapshot>",
+    legacy_provenance: bool = False,
 ) -> ParsedSnapshot:
     """Validate a whole snapshot before anything is written; raise ImportFormatError naming the
-    source and line (or entry) of the first problem."""
+    source and line (or entry) of the first problem. ``legacy_provenance``: an import
+    (``entry_record``)."""
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -131,7 +134,8 @@ def parse_snapshot(
     raw_links: list[tuple[str, list[str]]] = []
     for index, entry in enumerate(entries):
         try:
-            record = entry_record(entry, namespace=namespace, now=now, max_chars=max_chars)
+            record = entry_record(entry, namespace=namespace, now=now, max_chars=max_chars,
+                                  legacy_provenance=legacy_provenance)
         except ClawMemoryError as exc:
             raise ImportFormatError(f"entry {index}: {exc}", path=source) from exc
         parsed.records.append(record)
@@ -166,10 +170,15 @@ def _explicit_links(links: list[Any], source: str) -> list[tuple[str, str, float
     return out
 
 
-def entry_record(entry: Any, *, namespace: str, now: float, max_chars: int) -> MemoryRecord:
+def entry_record(entry: Any, *, namespace: str, now: float, max_chars: int,
+                 legacy_provenance: bool = False) -> MemoryRecord:
     """One 000 (or clawmemory) snapshot entry as a record: ``category`` core/knowledge/
     conversation -> kind, ``timestamp`` -> created_at, ``last_accessed`` 0 -> never. Raises
-    ClawMemoryError naming the field at fault."""
+    ClawMemoryError naming the field at fault.
+
+    ``legacy_provenance`` (an import, not a store reading its own file): an entry written before
+    ``narrative_id``/``task_id`` were fields has neither key, and the koshi importer of that
+    time kept 003's integers in ``metadata``; they move to the fields (ADR 0024)."""
     if not isinstance(entry, dict):
         raise ImportFormatError("entry is not an object")
     content = check_content(entry.get("content"), max_chars)
@@ -182,6 +191,9 @@ def entry_record(entry: Any, *, namespace: str, now: float, max_chars: int) -> M
     last = check_time(entry.get("last_accessed"), "last_accessed") or None  # 000: 0 = never
     updated = check_time(entry.get("updated_at"), "updated_at") or created
     rid = entry.get("id")
+    metadata = check_metadata(entry.get("metadata"))
+    narrative_id, task_id = (_provenance(entry, metadata, name, legacy_provenance)
+                             for name in ("narrative_id", "task_id"))
     return MemoryRecord(
         id=check_ref(rid) if isinstance(rid, str | int) and str(rid).strip() else new_id(),
         content=content,
@@ -189,11 +201,13 @@ def entry_record(entry: Any, *, namespace: str, now: float, max_chars: int) -> M
         key=check_key(entry.get("key"), 512),
         kind=kind,
         tags=check_tags(entry.get("tags")),
-        metadata=check_metadata(entry.get("metadata")),
+        metadata=metadata,
         source=_opt_str(entry.get("source"), "source"),
         source_role=_opt_str(entry.get("source_role"), "source_role"),
         source_ids=_str_list(entry.get("source_ids"), "source_ids"),
         session_id=_opt_str(entry.get("session_id"), "session_id"),
+        narrative_id=narrative_id,
+        task_id=task_id,
         created_at=created,
         event_time=check_time(entry.get("event_time"), "event_time"),
         updated_at=updated,
@@ -209,6 +223,19 @@ def entry_record(entry: Any, *, namespace: str, now: float, max_chars: int) -> M
         valid_until=check_time(entry.get("valid_until"), "valid_until"),
         supersedes=_opt_str(entry.get("supersedes"), "supersedes"),
     )
+
+
+def _provenance(entry: Mapping[str, Any], metadata: dict[str, Any], name: str,
+                legacy: bool) -> str | None:
+    """``narrative_id`` or ``task_id`` of an entry; with ``legacy``, an integer kept in
+    ``metadata`` by an entry without the field moves to it (``entry_record``)."""
+    if name in entry or not legacy:
+        return check_provenance_id(entry.get(name), name)
+    kept = metadata.get(name)
+    if isinstance(kept, int) and not isinstance(kept, bool):
+        del metadata[name]
+        return str(kept)
+    return None
 
 
 def _number(entry: Mapping[str, Any], name: str, default: float, *, lower: float = 0.0,

@@ -30,6 +30,7 @@ __all__ = [
     "check_metadata",
     "check_namespace",
     "check_offset",
+    "check_provenance_id",
     "check_query",
     "check_ref",
     "check_store_items",
@@ -170,6 +171,17 @@ def check_label(value: Any, what: str, max_chars: int = 512) -> str | None:
     return text or None
 
 
+def check_provenance_id(value: Any, what: str) -> str | None:
+    """A ``narrative_id`` or ``task_id`` (ADR 0024): another system's id, kept as text. Text is
+    checked as a label; an integer (003 keys them as INTEGER) is kept as its decimal text, so
+    ``7`` and ``"7"`` name the same narrative. Anything else is refused."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if value is not None and not isinstance(value, str):
+        raise InvalidInputError(f"{what} must be text or an integer, not {type(value).__name__}")
+    return check_label(value, what)
+
+
 def check_labels(values: Any, what: str) -> tuple[str, ...]:
     if values is None:
         return ()
@@ -300,7 +312,8 @@ def check_time(value: Any, what: str) -> float | None:
 
 
 STORE_FIELDS = frozenset({"content", "key", "kind", "tags", "metadata", "session_id",
-                           "event_time", "source", "source_role", "source_ids", "confidence"})
+                           "narrative_id", "task_id", "event_time", "source", "source_role",
+                           "source_ids", "confidence"})
 
 
 def check_store_items(items: Any) -> Iterable[Mapping[str, Any]]:
@@ -327,6 +340,9 @@ def check_filter(fields: dict[str, Any], max_metadata_chars: int, max_metadata_d
     for name in ("session_id", "exclude_session_id", "source"):
         if name in fields:
             fields[name] = check_label(fields[name], name)
+    for name in ("narrative_id", "task_id"):
+        if name in fields:
+            fields[name] = check_provenance_id(fields[name], name)
     kind = fields.pop("kind", None)
     if kind is not None and not isinstance(kind, str):
         if not isinstance(kind, Iterable) or isinstance(kind, Mapping):

@@ -75,8 +75,8 @@ def test_backend_satisfies_the_store_protocol(store: Store, backend: Backend) ->
 def test_store_then_get_by_id_and_by_key(mem: Memory, clock: Clock) -> None:
     rid = mem.store("User prefers dark mode", key="ui-theme", kind="preference",
                     tags=["ui", "theme"], metadata={"app": "editor", "level": 2},
-                    session_id="s1", source="conversation", source_role="user",
-                    event_time=START - DAY)
+                    session_id="s1", narrative_id="arc-9", task_id=12, source="conversation",
+                    source_role="user", event_time=START - DAY)
     by_id, by_key = mem.get(rid), mem.get("ui-theme")
     assert by_id == by_key
     assert by_id.id == rid
@@ -86,6 +86,7 @@ def test_store_then_get_by_id_and_by_key(mem: Memory, clock: Clock) -> None:
     assert by_id.tags == ("ui", "theme")
     assert by_id.metadata == {"app": "editor", "level": 2}
     assert (by_id.session_id, by_id.source, by_id.source_role) == ("s1", "conversation", "user")
+    assert (by_id.narrative_id, by_id.task_id) == ("arc-9", "12")
     assert by_id.created_at == by_id.updated_at == by_id.last_accessed == START
     assert by_id.event_time == START - DAY
     assert (by_id.score, by_id.access_count, by_id.confidence) == (0, 0, 1.0)
@@ -183,11 +184,13 @@ def sample(mem: Memory, clock: Clock) -> dict[str, str]:
     """Five memories created one minute apart, with varied kinds, tags, sessions and sources."""
     specs: list[tuple[str, dict[str, Any]]] = [
         ("alpha fact", {"kind": "fact", "tags": ["x"], "session_id": "s1", "source": "agent",
-                        "metadata": {"team": "red", "n": 1}}),
+                        "metadata": {"team": "red", "n": 1}, "narrative_id": "n1",
+                        "task_id": 7}),
         ("beta preference", {"kind": "preference", "tags": ["x", "y"], "session_id": "s1",
-                             "metadata": {"team": "blue", "n": 2}}),
+                             "metadata": {"team": "blue", "n": 2}, "narrative_id": "n1"}),
         ("gamma event", {"kind": "event", "tags": ["y"], "session_id": "s2",
-                         "source": "agent", "metadata": {"team": "red", "n": 3}}),
+                         "source": "agent", "metadata": {"team": "red", "n": 3},
+                         "narrative_id": "n2", "task_id": "7"}),
         ("delta fact", {"kind": "knowledge", "tags": ["x", "y", "z"], "session_id": "s2",
                         "source": "import"}),
         ("epsilon core", {"kind": "core"}),
@@ -238,6 +241,10 @@ def test_list_refuses_an_unknown_order(mem: Memory) -> None:
         ({"tags": ["x", "y"]}, {"beta", "delta"}),
         ({"tags": ["nope"]}, set()),
         ({"session_id": "s2"}, {"gamma", "delta"}),
+        ({"narrative_id": "n1"}, {"alpha", "beta"}),
+        ({"task_id": 7}, {"alpha", "gamma"}),  # 003's integer ids are their decimal text
+        ({"task_id": "7", "narrative_id": "n2"}, {"gamma"}),
+        ({"narrative_id": "n3"}, set()),
         ({"metadata": {"team": "red"}}, {"alpha", "gamma"}),
         ({"metadata": {"team": "red", "n": 3}}, {"gamma"}),
         ({"source": "agent"}, {"alpha", "gamma"}),
@@ -640,6 +647,51 @@ def test_correct_invalidates_old_and_moves_the_key(mem: Memory, clock: Clock) ->
     assert mem.stats()["invalidated"] == 1 and mem.stats()["total"] == 1
 
 
+def test_narrative_and_task_provenance_from_store_to_snapshot(mem: Memory, clock: Clock) -> None:
+    """003's narrative_id and task_id: stored, read back, filtered on in list, count and recall
+    (keyword and the configured mode), carried by a correction, an episode and a snapshot."""
+    quest = mem.store("The dragon sleeps under the mountain", narrative_id="quest-7", task_id=3)
+    clock.advance(60)
+    other = mem.store("The dragon hoards copper coins", narrative_id="quest-8", task_id="3")
+    clock.advance(60)
+    plain = mem.store("The dragon likes riddles")
+    got = mem.get(quest)
+    assert (got.narrative_id, got.task_id) == ("quest-7", "3")
+    assert (mem.get(plain).narrative_id, mem.get(plain).task_id) == (None, None)
+
+    assert [r.id for r in mem.list(narrative_id="quest-7")] == [quest]
+    assert [r.id for r in mem.list(task_id=3)] == [other, quest]
+    assert mem.count(narrative_id="quest-8") == 1 and mem.count(task_id="4") == 0
+    for mode in ("keyword", None):
+        assert [h.memory.id for h in mem.recall("dragon", narrative_id="quest-7", mode=mode)
+                ] == [quest]
+        hits = mem.recall("dragon", task_id="3", mode=mode)
+        assert {h.memory.id for h in hits} == {quest, other}
+        assert {(h.memory.narrative_id, h.memory.task_id) for h in hits} == {
+            ("quest-7", "3"), ("quest-8", "3")}
+    assert {h.memory.id for h in mem.recall("dragon", mode="keyword")} == {quest, other, plain}
+
+    clock.advance(60)
+    fixed = mem.correct(quest, "The dragon sleeps under the lake")
+    assert (fixed.narrative_id, fixed.task_id) == ("quest-7", "3")
+    assert [r.id for r in mem.list(narrative_id="quest-7")] == [fixed.id]
+    assert {r.id for r in mem.list(narrative_id="quest-7", include_invalid=True)} == {
+        quest, fixed.id}
+    episode = mem.observe("user", "I told the dragon a riddle", "s-dragon",
+                          narrative_id="quest-7", task_id=9)
+    assert (mem.get(episode).narrative_id, mem.get(episode).task_id) == ("quest-7", "9")
+    with pytest.raises(InvalidInputError, match="narrative_id"):
+        mem.store("bad", narrative_id=1.5)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="task_id"):
+        mem.list(task_id=True)  # type: ignore[arg-type]
+
+    copy = mem.with_namespace("copy")
+    assert copy.import_snapshot(mem.export_snapshot())["created"] == 5
+    assert {r.id: (r.narrative_id, r.task_id) for r in all_records(copy)} == {
+        r.id: (r.narrative_id, r.task_id) for r in all_records(mem)}
+    assert {r.id for r in copy.list(narrative_id="quest-7")} == {fixed.id, episode}
+
+
 def test_history_follows_the_whole_chain(mem: Memory, clock: Clock) -> None:
     v1 = mem.store("version one", key="doc")
     clock.advance(1)
@@ -731,12 +783,14 @@ def _varied(mem: Memory, clock: Clock) -> list[str]:
     """Memories that exercise every field, links and a correction chain."""
     a = mem.store("User prefers dark mode", key="theme", kind="preference",
                   tags=["ui", "ü"], metadata={"n": 1, "ok": True, "x": None, "f": 0.25},
-                  session_id="s1", source="conversation", source_role="user",
-                  event_time="2023-01-02T03:04:05Z", source_ids=["src-1"], confidence=0.7)
+                  session_id="s1", narrative_id="arc-1", task_id=42, source="conversation",
+                  source_role="user", event_time="2023-01-02T03:04:05Z", source_ids=["src-1"],
+                  confidence=0.7)
     clock.advance(10)
     b = mem.store("Soul: curious and kind", key="soul:core", kind="core")
     clock.advance(10)
-    c = mem.store("Met Ana at the café 😀\nsecond line", kind="event", session_id="s2")
+    c = mem.store("Met Ana at the café 😀\nsecond line", kind="event", session_id="s2",
+                  narrative_id="arc-1")
     mem.reinforce(b)
     mem.demote(c)
     mem.recall("dark mode")
@@ -1049,6 +1103,9 @@ def test_filter_semantics_match_the_reference(mem: Memory, store: Store, clock: 
         Filter(exclude_session_id="s1"), Filter(metadata={"ok": True}),
         Filter(metadata={"n": "1"}), Filter(metadata={"x": None}), Filter(source="conversation"),
         Filter(created_after=START + 10), Filter(created_before=START + 10),
+        Filter(narrative_id="arc-1"), Filter(narrative_id="arc-1", include_invalid=True),
+        Filter(task_id="42"), Filter(narrative_id="arc-1", task_id="42"),
+        Filter(narrative_id="arc-2"),
     ]
     for flt in filters:
         want = {r.id for r in everything if flt.matches(r)}

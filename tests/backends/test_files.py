@@ -282,3 +282,39 @@ def test_a_migration_numbered_below_the_newest_recorded_is_still_applied(tmp_pat
         assert conn.execute("SELECT COUNT(*) FROM vec_log").fetchall() == [(0,)]
     finally:
         conn.close()
+
+
+# --- 003's narrative and task columns (migration 014) ----------------------------------------
+def test_a_store_from_before_narrative_and_task_columns_upgrades_in_place(
+    tmp_path: Path, clock: Clock
+) -> None:
+    db = tmp_path / "old.db"
+    old_database(db, 13)  # the last version without narrative_id / task_id
+    conn = apsw.Connection(str(db))
+    conn.execute("INSERT INTO memories (id, namespace, key, kind, content, metadata, created_at,"
+                 " updated_at, stored_at) VALUES ('m0', 'default', 'lair', 'fact',"
+                 " 'the dragon lair is under the mountain', '{\"narrative_id\": 7}', 0, 0, 0)")
+    assert "narrative_id" not in {r[1] for r in conn.execute("PRAGMA table_info(memories)")}
+    conn.close()
+
+    with Memory(SQLiteStore(db), NO_MODEL, clock=clock) as mem:
+        old = mem.get("m0")
+        assert (old.narrative_id, old.task_id) == (None, None)
+        assert old.metadata == {"narrative_id": 7}  # what an older import kept stays as it was
+        assert mem.list(narrative_id="7") == []
+        new = mem.store("the dragon sleeps by day", narrative_id=7, task_id="t-1")
+        assert mem.store("the dragon lair is under the lake", key="lair", narrative_id=7) == "m0"
+        assert {r.id for r in mem.list(narrative_id="7")} == {"m0", new}
+        assert [h.memory.id for h in mem.recall("dragon", task_id="t-1")] == [new]
+        assert mem.store_backend.schema_version() >= 14
+
+    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        indexes = {r[1] for r in conn.execute("PRAGMA index_list(memories)")}
+        assert {"memories_ns_narrative", "memories_ns_task"} <= indexes
+        plan = " ".join(str(r[3]) for r in conn.execute(
+            "EXPLAIN QUERY PLAN SELECT id FROM memories WHERE namespace = 'default' AND"
+            " narrative_id = '7'"))
+        assert "memories_ns_narrative" in plan
+    finally:
+        conn.close()

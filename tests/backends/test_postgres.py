@@ -337,7 +337,8 @@ def test_migrations_are_recorded_once_and_a_foreign_schema_is_refused(
         assert versions.fetchall() == [(1, "001_initial.sql"), (2, "002_tenant_policies.sql"),
                                        (3, "003_event_time_index.sql"), (4, "004_api_keys.sql"),
                                        (5, "005_entity_links_by_recency.sql"),
-                                       (6, "006_no_text_in_statistics.sql")]
+                                       (6, "006_no_text_in_statistics.sql"),
+                                       (7, "007_narrative_and_task.sql")]
     other = postgres_url(request, tmp_path / "other")
     with psycopg.connect(other, autocommit=True) as conn:
         conn.execute("CREATE TABLE invoices (id int)")
@@ -346,6 +347,30 @@ def test_migrations_are_recorded_once_and_a_foreign_schema_is_refused(
     with psycopg.connect(other) as conn:
         assert conn.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema"
                             " = current_schema()").fetchone() == (1,)
+
+
+def test_a_schema_from_before_narrative_and_task_upgrades_in_place(
+        url: str, clock: Clock) -> None:
+    """Migration 007 on a schema at version 6 holding a memory: the columns arrive empty, with
+    their indexes, and can be set and filtered on at once."""
+    with Memory(PostgresStore(url), Settings(embedder={"provider": "none"}), clock=clock) as mem:
+        old = mem.store("the dragon lair is under the mountain", key="lair")
+    with psycopg.connect(url) as conn:  # back to schema 6, the memory kept
+        conn.execute("DROP INDEX memories_ns_narrative")
+        conn.execute("DROP INDEX memories_ns_task")
+        conn.execute("ALTER TABLE memories DROP COLUMN narrative_id, DROP COLUMN task_id")
+        conn.execute("DELETE FROM schema_version WHERE version = 7")
+    with Memory(PostgresStore(url), Settings(embedder={"provider": "none"}), clock=clock) as mem:
+        assert (mem.get(old).narrative_id, mem.get(old).task_id) == (None, None)
+        assert mem.store("the dragon lair is under the lake", key="lair", narrative_id=7,
+                         task_id="t-1") == old
+        assert [r.id for r in mem.list(narrative_id="7")] == [old]
+        assert [h.memory.id for h in mem.recall("dragon", task_id="t-1")] == [old]
+    with psycopg.connect(url) as conn:
+        names = {r[0] for r in conn.execute(
+            "SELECT indexname FROM pg_indexes WHERE tablename = 'memories'")}
+        assert {"memories_ns_narrative", "memories_ns_task"} <= names
+        assert conn.execute("SELECT max(version) FROM schema_version").fetchone() == (7,)
 
 
 def test_read_commands_create_nothing(url: str) -> None:

@@ -62,6 +62,21 @@ def test_store_recall_correct_forget(mem: MemoryAPI) -> None:
     assert mem.stats()["total"] == 1
 
 
+def test_narrative_and_task_provenance(mem: MemoryAPI) -> None:
+    """003's narrative_id/task_id travel the same way locally and over HTTP."""
+    quest = mem.store("The dragon sleeps under the mountain", narrative_id=7, task_id="t-1")
+    other = mem.store_many([{"content": "The dragon hoards copper", "narrative_id": "8",
+                             "task_id": "t-1"}])[0]
+    turn = mem.observe("user", "I fed the dragon", "s-1", narrative_id=7, task_id=2)
+    assert (mem.get(quest).narrative_id, mem.get(quest).task_id) == ("7", "t-1")
+    assert (mem.get(turn).narrative_id, mem.get(turn).task_id) == ("7", "2")
+    assert [r.id for r in mem.list(narrative_id=7, order="oldest")] == [quest, turn]
+    assert mem.count(task_id="t-1") == 2 and mem.count(narrative_id="8", task_id="t-1") == 1
+    assert [h.memory.id for h in mem.recall("dragon", mode="keyword", narrative_id="8")] == [
+        other]
+    assert mem.correct(quest, "The dragon sleeps under the lake").narrative_id == "7"
+
+
 def test_namespaces_portability_and_maintenance(mem: MemoryAPI) -> None:
     mem.store("Caroline moved to Lisbon", key="move")
     snapshot = mem.export_snapshot()

@@ -247,6 +247,26 @@ def test_forget_one_memory_among_many_leaves_no_byte_of_it(
         mem.get("pin")
 
 
+def test_forget_leaves_no_byte_of_a_memorys_narrative_and_task_ids(
+    crowd: tuple[Memory, Path],
+) -> None:
+    """narrative_id and task_id are ids, not text, but they name someone's story and work:
+    forgetting a memory (every version of it) leaves neither in the file, its index included."""
+    mem, db = crowd
+    mem.store("the heist plan", key="plan", narrative_id="arc-Snorkelwhistle",
+              task_id="task-Brindlemoor")
+    mem.correct("plan", "the heist plan, revised")
+    assert b"snorkelwhistle" in file_bytes(db) and b"brindlemoor" in file_bytes(db)
+    assert len(mem.list(narrative_id="arc-Snorkelwhistle", include_invalid=True)) == 2
+
+    mem.forget("plan")
+
+    data = file_bytes(db)
+    assert b"snorkelwhistle" not in data and b"brindlemoor" not in data
+    assert mem.list(narrative_id="arc-Snorkelwhistle", include_invalid=True) == []
+    assert mem.count() == 300
+
+
 def test_forget_takes_every_version_of_a_corrected_memory(crowd: tuple[Memory, Path]) -> None:
     """004 correct_fact keeps the old version (invalidated); forgetting the memory forgets the
     whole chain, whichever version is named."""

@@ -121,6 +121,23 @@ def test_add_stores_every_option_and_prints_the_id(tmp_path: Path) -> None:
     assert (second.content, second.kind) == ("typed on stdin", "preference")
 
 
+def test_narrative_and_task_options_store_and_filter(tmp_path: Path) -> None:
+    """003's narrative_id/task_id: clawmem add --narrative/--task sets them; list and recall
+    keep to them; get shows them."""
+    db = tmp_path / "m.db"
+    quest = ok(clawmem("--db", db, "--json", "add", "The dragon sleeps under the mountain",
+                       "--narrative", "7", "--task", "t-1", cwd=tmp_path)).json()["id"]
+    with Memory.open(db) as mem:
+        other = mem.store("The dragon hoards copper", narrative_id=8, task_id="t-1")
+        assert (mem.get(quest).narrative_id, mem.get(quest).task_id) == ("7", "t-1")
+    listed = ok(clawmem("--db", db, "--json", "list", "--narrative", "7", cwd=tmp_path)).json()
+    assert [m["id"] for m in listed["memories"]] == [quest]
+    assert hit_ids(clawmem("--db", db, "--json", "recall", "dragon", "--mode", "keyword",
+                           "--task", "t-1", "--narrative", "8", cwd=tmp_path)) == [other]
+    shown = ok(clawmem("--db", db, "get", quest, cwd=tmp_path)).out
+    assert "narrative_id" in shown and "t-1" in shown
+
+
 def test_update_changes_content_tags_kind_and_key_in_place(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
     ids = seed(db)

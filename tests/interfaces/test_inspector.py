@@ -78,7 +78,8 @@ def _shot(driver: Any, name: str) -> Path:
 def _seed(mem: Memory) -> dict[str, str]:
     ids = {
         "move": mem.store("Caroline moved from Sweden to Lisbon in May 2023", key="move",
-                          kind="event", tags=["family"], session_id="s-1"),
+                          kind="event", tags=["family"], session_id="s-1",
+                          narrative_id="arc-lisbon", task_id=12),
         "dog": mem.store("Caroline adopted a rescue dog named Biscuit", tags=["family"]),
         "tea": mem.store("Melanie prefers green tea to coffee", kind="preference"),
         "old": mem.store("The office plant needs water on Fridays", kind="conversation"),
@@ -203,6 +204,16 @@ def keyed(tmp_path: Path) -> Iterator[tuple[str, dict[str, str], dict[str, str]]
         _, writer = keys.create(["default"], "write")
         with serving(mem) as url:
             yield url, ids, {"read": reader, "write": writer}
+
+
+def test_the_memory_page_shows_narrative_and_task(
+        keyed: tuple[str, dict[str, str], dict[str, str]]) -> None:
+    url, ids, keys = keyed
+    with httpx.Client(base_url=url, cookies={"clawmem_key": keys["read"]}) as reader:
+        move = reader.get(f"/memory/{ids['move']}").text
+        tea = reader.get(f"/memory/{ids['tea']}").text
+    assert "<th>narrative</th><td>arc-lisbon</td><th>task</th><td>12</td>" in move
+    assert "<th>narrative</th><td>-</td><th>task</th><td>-</td>" in tea
 
 
 def test_pages_refuse_what_a_browser_must_not_do(

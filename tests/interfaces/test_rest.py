@@ -136,6 +136,30 @@ def test_links_entities_stats_and_portability(api: httpx.Client) -> None:
     assert api.get("/v1/count", params=other).json() == {"count": 0}
 
 
+def test_narrative_and_task_provenance_over_http(api: httpx.Client) -> None:
+    """003's narrative_id/task_id: set by POST /v1/memories (an integer is its decimal text), the
+    batch and /v1/observe; read back; filtered on by GET /v1/memories, /v1/count and recall."""
+    quest = _store(api, "The dragon sleeps under the mountain", narrative_id=7, task_id="t-1")
+    other = api.post("/v1/memories/batch", json={"items": [
+        {"content": "The dragon hoards copper", "narrative_id": "8", "task_id": "t-1"}]}
+    ).json()["ids"][0]
+    turn = api.post("/v1/observe", json={"role": "user", "content": "I fed the dragon",
+                                         "session_id": "s-1", "narrative_id": 7}).json()["id"]
+    got = api.get(f"/v1/memories/{quest}").json()
+    assert (got["narrative_id"], got["task_id"]) == ("7", "t-1")
+    assert api.get(f"/v1/memories/{turn}").json()["narrative_id"] == "7"
+    listed = api.get("/v1/memories", params={"narrative_id": "7", "order": "oldest"}).json()
+    assert [m["id"] for m in listed["memories"]] == [quest, turn]
+    assert api.get("/v1/count", params={"task_id": "t-1"}).json() == {"count": 2}
+    assert api.get("/v1/count", params={"task_id": "t-1", "narrative_id": "8"}).json() == {
+        "count": 1}
+    hits = api.post("/v1/recall", json={"query": "dragon", "mode": "keyword",
+                                        "narrative_id": 8}).json()["hits"]
+    assert [(h["memory"]["id"], h["memory"]["task_id"]) for h in hits] == [(other, "t-1")]
+    assert problem(api.post("/v1/memories", json={"content": "x", "task_id": [1]}))[:2] == (
+        422, "InvalidInputError")
+
+
 def test_maintenance_archive_and_observe(api: httpx.Client) -> None:
     turn = api.post("/v1/observe", json={"role": "user", "content": "I moved to Lisbon",
                                          "session_id": "s-1"})

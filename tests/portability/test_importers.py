@@ -311,9 +311,13 @@ def test_koshi_memories_archive_and_links(sqlite_mem: Memory, tmp_path: Path) ->
         6, "s1")
     assert (hmac.created_at, hmac.last_accessed, hmac.kind) == (
         ts("2024-01-15T10:30:00Z"), ts("2024-02-01T09:00:00Z"), "fact")
-    assert dict(hmac.metadata) == {"narrative_id": 4}
+    assert (hmac.narrative_id, hmac.task_id, dict(hmac.metadata)) == ("4", None, {})
     short = sqlite_mem.get("2")
-    assert (short.score, short.tags, dict(short.metadata)) == (-1, (), {"task_id": 7})
+    assert (short.score, short.tags, dict(short.metadata)) == (-1, (), {})
+    assert (short.narrative_id, short.task_id) == (None, "7")
+    assert [r.id for r in sqlite_mem.list(narrative_id=4)] == ["1"]
+    assert [h.memory.id for h in sqlite_mem.recall("HMAC", task_id=7)] == []
+    assert [h.memory.id for h in sqlite_mem.recall("short answers", task_id=7)] == ["2"]
     [link] = sqlite_mem.store_backend.links(sqlite_mem.namespace, ["1"])["1"]
     assert (link.other_id, link.strength, link.origin) == ("3", 2.5, "co-recall")
     # the pruned memory arrives in the archive, with Koshi's archive time, out of recall
@@ -325,6 +329,33 @@ def test_koshi_memories_archive_and_links(sqlite_mem: Memory, tmp_path: Path) ->
     again = load(sqlite_mem, "koshi", tmp_path / "koshi.db")  # nothing comes back twice
     assert dict(again) == {"created": 0, "skipped": 5, "links": 0}
     assert (sqlite_mem.count(), len(sqlite_mem.archived())) == (3, 1)
+
+
+@pytest.mark.parametrize("via", ["import_snapshot", "json file"])
+def test_a_snapshot_from_before_the_provenance_fields_moves_them_out_of_metadata(
+    sqlite_mem: Memory, tmp_path: Path, via: str,
+) -> None:
+    """The koshi importer used to keep 003's narrative_id/task_id in metadata; importing a
+    snapshot written then (its entries have no such fields) makes them the fields. An entry
+    that has the fields keeps its metadata as it is."""
+    entries = [
+        {"id": "old", "content": "HMAC signs requests", "kind": "fact",
+         "metadata": {"narrative_id": 4, "task_id": 7, "app": "pay"}},
+        {"id": "new", "content": "HMAC covers the body", "kind": "fact", "narrative_id": "5",
+         "task_id": None, "metadata": {"narrative_id": 4}},
+        {"id": "text", "content": "HMAC keys rotate", "kind": "fact",
+         "metadata": {"task_id": "not an integer"}},
+    ]
+    if via == "json file":
+        (tmp_path / "old.json").write_text(json.dumps({"entries": entries}), encoding="utf-8")
+        report = load(sqlite_mem, "json", tmp_path / "old.json")
+    else:
+        report = sqlite_mem.import_snapshot(json.dumps({"entries": entries}))
+    assert report["created"] == 3
+    got = {r.id: (r.narrative_id, r.task_id, dict(r.metadata)) for r in sqlite_mem.list()}
+    assert got == {"old": ("4", "7", {"app": "pay"}), "new": ("5", None, {"narrative_id": 4}),
+                   "text": (None, None, {"task_id": "not an integer"})}
+    assert [r.id for r in sqlite_mem.list(task_id=7)] == ["old"]
 
 
 def test_mem0_get_all_json(sqlite_mem: Memory, tmp_path: Path) -> None:

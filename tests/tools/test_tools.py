@@ -502,6 +502,30 @@ def test_koshi_results_carry_ids_and_feedback_moves_scores(mem: Memory) -> None:
                                                           ("hmac", "fixed"), 2)
 
 
+def test_koshi_store_and_query_carry_narrative_and_task(mem: Memory) -> None:
+    """003's memories table has narrative_id and task_id (integers): memory_store takes them,
+    memory_query keeps to them; the unified tools name them the same."""
+    first = ok(mem, "koshi", "memory_store", {"content": "The dragon sleeps under the mountain",
+                                              "narrative_id": 4, "task_id": 11})
+    mid = first.data["memory"]["id"]
+    assert (first.data["memory"]["narrative_id"], first.data["memory"]["task_id"]) == ("4", "11")
+    other = ok(mem, "koshi", "memory_store", {"content": "The dragon hoards copper",
+                                              "narrative_id": "5"}).data["memory"]["id"]
+    assert (mem.get(mid).narrative_id, mem.get(mid).task_id) == ("4", "11")
+    everything = ok(mem, "koshi", "memory_query", {"query": "dragon"}).data["results"]
+    assert {r["id"] for r in everything} == {mid, other}
+    q = ok(mem, "koshi", "memory_query", {"query": "dragon", "narrative_id": 4})
+    assert q.text == f"[id:{mid}] The dragon sleeps under the mountain (score: 0)"
+    assert [r["id"] for r in ok(mem, "koshi", "memory_query", {
+        "query": "dragon", "task_id": "11", "narrative_id": "5"}).data["results"]] == []
+    listed = ok(mem, "unified", "memory_list", {"narrative_id": "5"})
+    assert [r["id"] for r in listed.data["results"]] == [other] and listed.data["total"] == 1
+    recalled = ok(mem, "unified", "memory_recall", {"query": "dragon", "task_id": 11})
+    assert [r["id"] for r in recalled.data["results"]] == [mid]
+    bad = call(mem, "koshi", "memory_store", {"content": "x", "narrative_id": [4]})
+    assert bad.is_error and "narrative_id" in bad.text
+
+
 def test_koshi_accepts_integer_ids(tmp_path: Path, settings: Settings, clock: Clock) -> None:
     """003 ids are integers; an imported 003 memory keeps its id as text ("7")."""
     store = SQLiteStore(tmp_path / "k.db")

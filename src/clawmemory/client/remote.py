@@ -97,7 +97,8 @@ def _list(value: Iterable[str] | str | None) -> builtins.list[str] | str | None:
 def _recall_body(q: RecallQuery) -> dict[str, Any]:
     return {**q.time.to_json(), "query": q.query, "limit": q.limit, "kind": _list(q.kind),
             "tags": _list(q.tags), "session_id": q.session_id,
-            "exclude_session_id": q.exclude_session_id, "metadata": q.metadata,
+            "exclude_session_id": q.exclude_session_id, "narrative_id": q.narrative_id,
+            "task_id": q.task_id, "metadata": q.metadata,
             "include_invalid": q.include_invalid,
             "mode": q.mode.lower() if isinstance(q.mode, str) else q.mode, "depth": q.depth,
             "archive": q.archive, "touch": q.touch}
@@ -105,7 +106,8 @@ def _recall_body(q: RecallQuery) -> dict[str, Any]:
 
 def _list_params(q: ListQuery) -> dict[str, Any]:
     return {"kind": _list(q.kind), "tag": _list(q.tags), "session_id": q.session_id,
-            "source": q.source, "include_invalid": q.include_invalid, "order": q.order,
+            "narrative_id": q.narrative_id, "task_id": q.task_id, "source": q.source,
+            "include_invalid": q.include_invalid, "order": q.order,
             "metadata": None if q.metadata is None else json.dumps(dict(q.metadata)),
             **q.time.to_json(), "limit": q.limit, "offset": q.offset}
 
@@ -198,6 +200,8 @@ class RemoteMemory:
         tags: Iterable[str] | str = (),
         metadata: Mapping[str, Any] | None = None,
         session_id: str | None = None,
+        narrative_id: str | int | None = None,
+        task_id: str | int | None = None,
         event_time: Any = None,
         source: str | None = None,
         source_role: str | None = None,
@@ -205,7 +209,8 @@ class RemoteMemory:
         confidence: float = 1.0,
     ) -> str:
         body = {"content": content, "key": key, "kind": kind, "tags": _list(tags),
-                "metadata": metadata, "session_id": session_id, "event_time": event_time,
+                "metadata": metadata, "session_id": session_id, "narrative_id": narrative_id,
+                "task_id": task_id, "event_time": event_time,
                 "source": source, "source_role": source_role,
                 "source_ids": _list(source_ids), "confidence": confidence}
         return str(self._call("POST", "/v1/memories", body=body)["id"])
@@ -257,8 +262,17 @@ class RemoteMemory:
         return int(self._call("DELETE", "/v1/namespace",
                               params={"confirm": self.namespace})["deleted"])
 
-    def observe(self, role: str, content: str, session_id: str) -> str:
-        body = {"role": role, "content": content, "session_id": session_id}
+    def observe(
+        self,
+        role: str,
+        content: str,
+        session_id: str,
+        *,
+        narrative_id: str | int | None = None,
+        task_id: str | int | None = None,
+    ) -> str:
+        body = {"role": role, "content": content, "session_id": session_id,
+                "narrative_id": narrative_id, "task_id": task_id}
         return str(self._call("POST", "/v1/observe", body=body)["id"])
 
     # --- feedback and correction -------------------------------------------------------------
@@ -303,6 +317,8 @@ class RemoteMemory:
         kind: str | Iterable[str] | None = None,
         tags: Iterable[str] = (),
         session_id: str | None = None,
+        narrative_id: str | int | None = None,
+        task_id: str | int | None = None,
         metadata: Mapping[str, Any] | None = None,
         source: str | None = None,
         include_invalid: bool = False,
@@ -315,9 +331,9 @@ class RemoteMemory:
         created_until: Any = None,
         as_of: Any = None,
     ) -> builtins.list[MemoryRecord]:
-        q = ListQuery(kind=kind, tags=tags, session_id=session_id, metadata=metadata,
-                      source=source, include_invalid=include_invalid, limit=limit,
-                      offset=offset, order=order,
+        q = ListQuery(kind=kind, tags=tags, session_id=session_id, narrative_id=narrative_id,
+                      task_id=task_id, metadata=metadata, source=source,
+                      include_invalid=include_invalid, limit=limit, offset=offset, order=order,
                       time=TimeRange(since, until, created_since, created_until, as_of))
         data = self._call("GET", "/v1/memories", params=_list_params(q))
         return [_record(r) for r in data["memories"]]
@@ -329,8 +345,8 @@ class RemoteMemory:
         include_invalid: bool = False,
         **filters: Any,
     ) -> int:
-        allowed = {"tags", "metadata", "session_id", "exclude_session_id", "source",
-                   *TIME_FIELDS}
+        allowed = {"tags", "metadata", "session_id", "exclude_session_id", "narrative_id",
+                   "task_id", "source", *TIME_FIELDS}
         if unknown := sorted(set(filters) - allowed):
             raise errors.InvalidInputError(f"count() got an unknown filter {unknown[0]!r};"
                                            f" filters: {', '.join(sorted(allowed))}")
@@ -338,7 +354,8 @@ class RemoteMemory:
         params = {"kind": _list(kind), "include_invalid": include_invalid,
                   "tag": _list(filters.get("tags")), "session_id": filters.get("session_id"),
                   "exclude_session_id": filters.get("exclude_session_id"),
-                  "source": filters.get("source"),
+                  "narrative_id": filters.get("narrative_id"),
+                  "task_id": filters.get("task_id"), "source": filters.get("source"),
                   "metadata": None if metadata is None else json.dumps(dict(metadata)),
                   **TimeRange.from_kwargs(filters).to_json()}
         return int(self._call("GET", "/v1/count", params=params)["count"])
@@ -359,6 +376,8 @@ class RemoteMemory:
         tags: Iterable[str] = (),
         session_id: str | None = None,
         exclude_session_id: str | None = None,
+        narrative_id: str | int | None = None,
+        task_id: str | int | None = None,
         metadata: Mapping[str, Any] | None = None,
         include_invalid: bool = False,
         mode: str | None = None,
@@ -372,7 +391,8 @@ class RemoteMemory:
         as_of: Any = None,
     ) -> builtins.list[Hit]:
         q = RecallQuery(query, limit=limit, kind=kind, tags=tags, session_id=session_id,
-                        exclude_session_id=exclude_session_id, metadata=metadata,
+                        exclude_session_id=exclude_session_id, narrative_id=narrative_id,
+                        task_id=task_id, metadata=metadata,
                         include_invalid=include_invalid, mode=mode, depth=depth,
                         archive=archive, touch=touch,
                         time=TimeRange(since, until, created_since, created_until, as_of))

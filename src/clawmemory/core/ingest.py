@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Literal
 from clawmemory.backends.base import SessionLedger
 from clawmemory.backends.registry import backend_of
 from clawmemory.errors import InvalidInputError
-from clawmemory.validation import check_content, check_label
+from clawmemory.validation import check_content, check_label, check_provenance_id
 
 if TYPE_CHECKING:
     from clawmemory.core.local import LocalMemory
@@ -80,11 +80,13 @@ def is_session_consolidated(mem: LocalMemory, session_id: str) -> bool:
 def observe(
     mem: LocalMemory, role: str, content: str, session_id: str,
     *, kind: Literal["episode", "conversation"] = "episode",
+    narrative_id: str | int | None = None, task_id: str | int | None = None,
 ) -> str:
     """Store one dialogue turn as an ``episode`` and return its id (004 hot path).
 
     ``role`` is ``"user"`` or the agent's name. The session is registered for consolidation
-    on its first message. Everything is checked before the first write.
+    on its first message; ``narrative_id``/``task_id`` (003 provenance) go on the turn.
+    Everything is checked before the first write.
 
     ``kind="conversation"``: 000's ``auto_save`` instead, the turn as a ``conversation``
     entry, which the hygiene purge takes out of the live set once unused for
@@ -97,12 +99,14 @@ def observe(
     check_label(role, "role")
     sid = _session(session_id)
     check_content(content, mem.settings.storage.max_content_chars)
+    narrative = check_provenance_id(narrative_id, "narrative_id")
+    task = check_provenance_id(task_id, "task_id")
     if kind == "episode":
         register_session(mem, sid)
     record = mem.parts.writes.new_record(
         content, key=None, kind=kind, tags=(), metadata=None, session_id=sid,
-        event_time=mem.clock(), source=EPISODE_SOURCE, source_role=role.strip(), source_ids=(),
-        confidence=1.0,
+        narrative_id=narrative, task_id=task, event_time=mem.clock(), source=EPISODE_SOURCE,
+        source_role=role.strip(), source_ids=(), confidence=1.0,
     )
     # Returns once the episode, its links and its queue row are committed: the vector follows
     # in the background worker (ADR 0013), keyword recall sees the episode at once.

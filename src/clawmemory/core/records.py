@@ -32,8 +32,8 @@ from clawmemory.validation import (
 __all__ = ["COUNT_FILTERS", "UNSET", "Records"]
 
 # count()'s filters: the time arguments (api.TIME_FIELDS, defined once) and these.
-COUNT_FILTERS = frozenset({"tags", "metadata", "session_id", "exclude_session_id", "source",
-                           *TIME_FIELDS})
+COUNT_FILTERS = frozenset({"tags", "metadata", "session_id", "exclude_session_id",
+                           "narrative_id", "task_id", "source", *TIME_FIELDS})
 
 
 class Records:
@@ -230,6 +230,8 @@ class Records:
             tags=old.tags if tags is None else tags,
             metadata=meta,
             session_id=old.session_id,
+            narrative_id=old.narrative_id,
+            task_id=old.task_id,
             event_time=old.event_time,
             source=old.source,
             source_role=old.source_role,

@@ -67,6 +67,8 @@ class Retrieval:
         tags: Iterable[str] = (),
         session_id: str | None = None,
         exclude_session_id: str | None = None,
+        narrative_id: str | int | None = None,
+        task_id: str | int | None = None,
         metadata: Mapping[str, Any] | None = None,
         include_invalid: bool = False,
         mode: str | None = None,
@@ -83,7 +85,8 @@ class Retrieval:
             raise InvalidInputError("depth must be 0, 1, 2 or 3")
         flt = checked_filter(self.settings, self.clock, kind=kind, tags=tags,
                              session_id=session_id, exclude_session_id=exclude_session_id,
-                             metadata=metadata, include_invalid=include_invalid, **times)
+                             narrative_id=narrative_id, task_id=task_id, metadata=metadata,
+                             include_invalid=include_invalid, **times)
         check_flag(touch, "touch")
         check_flag(archive, "archive")
         if mode is not None and (not isinstance(mode, str) or mode.lower() not in MODES):

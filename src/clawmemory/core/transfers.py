@@ -70,6 +70,7 @@ class Transfers:
             now=self.clock(),
             max_chars=self.settings.storage.max_content_chars,
             source=source,
+            legacy_provenance=True,
         )
         return self.import_records(parsed, dry_run=dry_run)
 

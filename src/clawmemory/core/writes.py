@@ -33,6 +33,7 @@ from clawmemory.validation import (
     check_label,
     check_labels,
     check_metadata,
+    check_provenance_id,
     check_tags,
     check_time,
 )
@@ -44,8 +45,8 @@ Mentions = builtins.list[Mention]
 # ``store()``'s optional arguments with their defaults (``store_many`` items may omit them).
 STORE_DEFAULTS: Mapping[str, Any] = {
     "key": None, "kind": "fact", "tags": (), "metadata": None, "session_id": None,
-    "event_time": None, "source": None, "source_role": None, "source_ids": (),
-    "confidence": 1.0,
+    "narrative_id": None, "task_id": None, "event_time": None, "source": None,
+    "source_role": None, "source_ids": (), "confidence": 1.0,
 }
 
 
@@ -97,8 +98,8 @@ class WritePath:
     # --- new records ---------------------------------------------------------------------------
     def new_record(self, content: str, **fields: Any) -> MemoryRecord:
         """A checked new record of this namespace from ``store()``'s arguments (every one of
-        them given: key, kind, tags, metadata, session_id, event_time, source, source_role,
-        source_ids, confidence), stamped now."""
+        them given: key, kind, tags, metadata, session_id, narrative_id, task_id, event_time,
+        source, source_role, source_ids, confidence), stamped now."""
         cfg = self.settings.storage
         now = self.clock()
         kind = normalize_kind(fields.pop("kind"))
@@ -113,6 +114,8 @@ class WritePath:
             event_time=check_time(fields.pop("event_time"), "event_time"),
             source_ids=check_labels(fields.pop("source_ids"), "source_ids"),
             session_id=check_label(fields.pop("session_id"), "session_id"),
+            narrative_id=check_provenance_id(fields.pop("narrative_id"), "narrative_id"),
+            task_id=check_provenance_id(fields.pop("task_id"), "task_id"),
             source=check_label(fields.pop("source"), "source"),
             source_role=check_label(fields.pop("source_role"), "source_role"),
             created_at=now,

@@ -12,8 +12,9 @@
 Row for row: the integer id becomes the memory's id (as text: ``[id:12]`` stays 12), content,
 ``source`` (the provenance tag) kept, tags comma-separated (or a JSON array), created_at ->
 created_at and updated_at, last_hit_at -> last_accessed, score -> score (the reinforcement 003
-ranks by), session_id kept; narrative_id and task_id, when set, go to metadata. Every row is a
-``fact`` (003 has one kind of memory). Archived rows are imported into the archive with the
+ranks by), session_id kept; narrative_id and task_id go to the memory's ``narrative_id`` and
+``task_id`` (their integers as decimal text, ADR 0024). Every row is a ``fact`` (003 has one
+kind of memory). Archived rows are imported into the archive with the
 time Koshi archived them (``archived_at``, else the import time), so they stay out of recall
 but searchable with ``recall --archive`` and restorable. Links keep their strength with origin
 ``co-recall``. ``memories_fts`` is ignored (rebuilt here). Only ``memories`` is required.
@@ -39,13 +40,12 @@ from clawmemory.portability._common import (
     tick,
 )
 from clawmemory.snapshot import ParsedSnapshot, Skip
-from clawmemory.validation import check_content, check_metadata, check_tags
+from clawmemory.validation import check_content, check_provenance_id, check_tags
 
 __all__ = ["read_koshi_db"]
 
 _REQUIRED = ("id", "content", "created_at")
 _MAX_INT = 2.0**53
-_EXTRA = ("narrative_id", "task_id")  # kept in metadata when set
 
 
 def read_koshi_db(
@@ -92,8 +92,6 @@ def _record(row: dict[str, Any], namespace: str, now: float, max_chars: int) -> 
     if rid is None or not str(rid).strip():
         raise InvalidInputError("id is empty")
     created = parse_time(row.get("created_at"), "created_at") or now
-    meta = {name: row[name] for name in _EXTRA
-            if isinstance(row.get(name), int | float) and not isinstance(row[name], bool)}
     score = row.get("score")
     return MemoryRecord(
         id=str(rid).strip(),
@@ -101,9 +99,10 @@ def _record(row: dict[str, Any], namespace: str, now: float, max_chars: int) -> 
         namespace=namespace,
         kind="fact",
         tags=check_tags(json_list(text(row.get("tags"), "tags"), "tags", commas=True)),
-        metadata=check_metadata(meta),
         source=text(row.get("source"), "source") or None,
         session_id=text(row.get("session_id"), "session_id") or None,
+        narrative_id=_provenance_id(row.get("narrative_id"), "narrative_id"),
+        task_id=_provenance_id(row.get("task_id"), "task_id"),
         created_at=created,
         updated_at=created,
         last_accessed=parse_time(row.get("last_hit_at"), "last_hit_at"),
@@ -111,6 +110,16 @@ def _record(row: dict[str, Any], namespace: str, now: float, max_chars: int) -> 
                                                  upper=_MAX_INT)),
         decay_rate=KINDS["fact"].decay_rate,
     )
+
+
+def _provenance_id(value: Any, column: str) -> str | None:
+    """An INTEGER id column as text; SQLite's loose typing may hand over a real with an integer
+    value (7.0) or text, which are kept as they read."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bytes):
+        value = text(value, column)
+    return check_provenance_id(value, column)
 
 
 def _links(db: SQLiteSource, ids: set[str], parsed: ParsedSnapshot, done: int, total: int,

@@ -55,7 +55,7 @@ def read_ptrclaw_json(
         raise ImportFormatError("cannot read: is a directory (expected a .json file)",
                                 path=str(file))
     parsed = parse_snapshot(read_text(file), namespace=namespace, now=now, max_chars=max_chars,
-                            source=str(file))
+                            source=str(file), legacy_provenance=True)
     tick(progress, len(parsed.records), len(parsed.records))
     return parsed
 

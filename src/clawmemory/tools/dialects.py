@@ -203,14 +203,17 @@ DEVCLAW = (  # 002
         "(action = save | search | list | index). limit: default 20, at most 100."),
 )
 
+_KOSHI_PROVENANCE = {"narrative_id": "narrative_id", "task_id": "task_id"}  # 003's columns
+
 KOSHI = (  # 003
     DialectEntry("memory_store", ToolMap(
-        "memory_store", args={"content": "content", "tags": "tags"},
+        "memory_store", args={"content": "content", "tags": "tags", **_KOSHI_PROVENANCE},
         schema={"tags": {"type": "string", "description": "Comma-separated keywords."}},
         format=koshi_store),
         "Remember something: one discrete fact, decision or piece of context."),
     DialectEntry("memory_query", ToolMap(
-        "memory_recall", args={"query": "query", "limit": "limit"}, defaults={"limit": 5},
+        "memory_recall", args={"query": "query", "limit": "limit", **_KOSHI_PROVENANCE},
+        defaults={"limit": 5},
         schema={"query": {"description": "Targeted keywords and natural synonyms, not a raw "
                           "question."}},
         format=koshi_query),

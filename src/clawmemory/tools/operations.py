@@ -62,6 +62,9 @@ class StoreArgs(ToolArgs):
     links: list[str] = Field(
         default_factory=list, description="Ids or keys of existing memories to link to.")
     session_id: str | None = Field(None, description="Session this memory came from.")
+    narrative_id: str | int | None = Field(
+        None, description="The narrative (story arc) active when this memory was created.")
+    task_id: str | int | None = Field(None, description="The task that produced this memory.")
     source: str | None = Field("agent", description="Provenance tag (agent, conversation...).")
     event_time: float | str | None = Field(
         None, description="When the remembered thing happened: epoch seconds or ISO-8601.")
@@ -101,6 +104,8 @@ class _RecallFields(ToolArgs):
     tags: list[str] = Field(default_factory=list, description="Only memories with all these tags.")
     session_id: str | None = Field(None, description="Only memories from this session.")
     exclude_session_id: str | None = Field(None, description="Leave out this session's memories.")
+    narrative_id: str | int | None = Field(None, description="Only memories of this narrative.")
+    task_id: str | int | None = Field(None, description="Only memories this task produced.")
     metadata: dict[str, Any] | None = Field(None, description="Only memories whose metadata has "
                                             "these key/value pairs.")
     depth: int = Field(0, ge=0, le=3, description="0 = flat results; 1 = add linked memories.")
@@ -124,6 +129,8 @@ class _ListFields(ToolArgs):
     kind: str | list[str] | None = Field(None, description="Only memories of this kind (or kinds).")
     tags: list[str] = Field(default_factory=list, description="Only memories with all these tags.")
     session_id: str | None = Field(None, description="Only memories from this session.")
+    narrative_id: str | int | None = Field(None, description="Only memories of this narrative.")
+    task_id: str | int | None = Field(None, description="Only memories this task produced.")
     source: str | None = Field(None, description="Only memories with this provenance tag.")
     limit: int = Field(20, ge=1, le=MAX_RESULTS, description="Page size (max 100).")
     offset: int = Field(0, ge=0, le=MAX_OFFSET, description="How many memories to skip "
@@ -208,8 +215,8 @@ def store(mem: LocalMemory, args: StoreArgs) -> ToolResult:
     existed = args.key is not None and _exists(mem, args.key)
     mid = mem.store(
         args.content, key=args.key, kind=as_kind(args.kind), tags=args.tags, metadata=args.metadata,
-        session_id=args.session_id, source=args.source, event_time=args.event_time,
-        confidence=args.confidence,
+        session_id=args.session_id, narrative_id=args.narrative_id, task_id=args.task_id,
+        source=args.source, event_time=args.event_time, confidence=args.confidence,
     )
     linked = [name for name, target in targets if mem.link(mid, target)]
     record = mem.get(mid)
@@ -246,7 +253,8 @@ def _link_targets(mem: LocalMemory, links: list[str], key: str | None) -> list[t
 def recall(mem: LocalMemory, args: RecallArgs) -> ToolResult:
     hits = mem.recall(
         args.query, limit=args.limit, kind=args.kind, tags=args.tags, session_id=args.session_id,
-        exclude_session_id=args.exclude_session_id, metadata=args.metadata, mode=args.mode,
+        exclude_session_id=args.exclude_session_id, narrative_id=args.narrative_id,
+        task_id=args.task_id, metadata=args.metadata, mode=args.mode,
         depth=args.depth, **args.times(),
     )
     results = [
@@ -268,12 +276,11 @@ def get(mem: LocalMemory, args: IdArgs) -> ToolResult:
 
 
 def list_(mem: LocalMemory, args: ListArgs) -> ToolResult:
-    records = mem.list(
-        kind=args.kind, tags=args.tags, session_id=args.session_id, source=args.source,
-        limit=args.limit, offset=args.offset, order=args.order, **args.times(),
-    )
-    total = mem.count(kind=args.kind, tags=args.tags, session_id=args.session_id,
-                      source=args.source, **args.times())
+    filters = {"kind": args.kind, "tags": args.tags, "session_id": args.session_id,
+               "narrative_id": args.narrative_id, "task_id": args.task_id,
+               "source": args.source, **args.times()}
+    records = mem.list(limit=args.limit, offset=args.offset, order=args.order, **filters)
+    total = mem.count(**filters)
     head = f"{total} memories"
     if records:
         head += f"; showing {args.offset + 1}-{args.offset + len(records)}"

@@ -31,7 +31,7 @@ COLUMNS = (
     "id", "namespace", "key", "kind", "content", "tags", "metadata", "source", "source_role",
     "source_ids", "session_id", "created_at", "event_time", "updated_at", "last_accessed",
     "access_count", "score", "confidence", "decay_rate", "valid_until", "supersedes",
-    "stored_at",
+    "stored_at", "narrative_id", "task_id",
 )
 SELECT = ", ".join(f"m.{c}" for c in COLUMNS)
 # key A, tags B, content C, source D: ts_rank's weight array is {D, C, B, A}.
@@ -103,7 +103,7 @@ def meta_cmp(metadata: Mapping[str, Any]) -> dict[str, list[str]]:
 def row_to_record(row: Sequence[Any]) -> MemoryRecord:
     (id_, ns, key, kind, content, tags, metadata, source, source_role, source_ids, session_id,
      created_at, event_time, updated_at, last_accessed, access_count, score, confidence,
-     decay_rate, valid_until, supersedes, stored_at) = row[: len(COLUMNS)]
+     decay_rate, valid_until, supersedes, stored_at, narrative_id, task_id) = row[: len(COLUMNS)]
     return MemoryRecord(
         id=id_, namespace=ns, key=key, kind=kind, content=content, tags=tuple(tags),
         metadata=json.loads(metadata), source=source, source_role=source_role,
@@ -111,7 +111,7 @@ def row_to_record(row: Sequence[Any]) -> MemoryRecord:
         event_time=event_time, updated_at=updated_at, last_accessed=last_accessed,
         access_count=int(access_count), score=int(score), confidence=confidence,
         decay_rate=decay_rate, valid_until=valid_until, supersedes=supersedes,
-        stored_at=stored_at,
+        stored_at=stored_at, narrative_id=narrative_id, task_id=task_id,
     )
 
 
@@ -131,14 +131,15 @@ def record_values(r: MemoryRecord) -> builtins.list[Any]:
         json.dumps(dict(r.metadata), ensure_ascii=False, sort_keys=True),
         r.source, r.source_role, Jsonb(list(r.source_ids)), r.session_id, r.created_at,
         r.event_time, r.updated_at, r.last_accessed, r.access_count, r.score, r.confidence,
-        r.decay_rate, r.valid_until, r.supersedes, r.stored_at, Jsonb(meta_cmp(r.metadata)),
+        r.decay_rate, r.valid_until, r.supersedes, r.stored_at, r.narrative_id, r.task_id,
+        Jsonb(meta_cmp(r.metadata)),
         *fts_args(r.key, r.tags, r.content, r.source),
     ]
 
 
 _TYPES = ("text", "text", "text", "text", "text", "jsonb", "text", "text", "text", "jsonb",
           "text", "float8", "float8", "float8", "float8", "int8", "int8", "float8", "float8",
-          "float8", "text", "float8")
+          "float8", "text", "float8", "text", "text")
 # Many records in one statement: one array per column, unnested (a batch of 5,000 rows costs
 # one statement instead of 5,000).
 INSERT_MANY = (
@@ -163,7 +164,7 @@ def many_values(records: Sequence[MemoryRecord]) -> builtins.list[builtins.list[
             json.dumps(dict(r.metadata), ensure_ascii=False, sort_keys=True),
             r.source, r.source_role, json.dumps(list(r.source_ids)), r.session_id, r.created_at,
             r.event_time, r.updated_at, r.last_accessed, r.access_count, r.score, r.confidence,
-            r.decay_rate, r.valid_until, r.supersedes, r.stored_at,
+            r.decay_rate, r.valid_until, r.supersedes, r.stored_at, r.narrative_id, r.task_id,
             json.dumps(meta_cmp(r.metadata), ensure_ascii=False),
             *fts_args(r.key, r.tags, r.content, r.source),
         ])
@@ -189,6 +190,12 @@ def filter_sql(namespace: str, flt: Filter, alias: str = "m") -> tuple[str, buil
     if flt.exclude_session_id is not None:
         where.append(f"{a}.session_id IS DISTINCT FROM %s")
         args.append(flt.exclude_session_id)
+    if flt.narrative_id is not None:
+        where.append(f"{a}.narrative_id = %s")
+        args.append(flt.narrative_id)
+    if flt.task_id is not None:
+        where.append(f"{a}.task_id = %s")
+        args.append(flt.task_id)
     for k, v in flt.metadata.items():
         sql, sql_args = _meta_sql(a, str(k), v)
         where.append(sql)

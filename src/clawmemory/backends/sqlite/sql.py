@@ -21,7 +21,7 @@ COLUMNS = (
     "id", "namespace", "key", "kind", "content", "tags", "metadata", "source", "source_role",
     "source_ids", "session_id", "created_at", "event_time", "updated_at", "last_accessed",
     "access_count", "score", "confidence", "decay_rate", "valid_until", "supersedes",
-    "stored_at",
+    "stored_at", "narrative_id", "task_id",
 )
 SELECT = ", ".join(f"m.{c}" for c in COLUMNS)
 INSERT = (
@@ -54,7 +54,7 @@ def meta_eq_json(actual_json: Any, wanted_json: str) -> bool:
 def row_to_record(row: Sequence[Any]) -> MemoryRecord:
     (id_, ns, key, kind, content, tags, metadata, source, source_role, source_ids, session_id,
      created_at, event_time, updated_at, last_accessed, access_count, score, confidence,
-     decay_rate, valid_until, supersedes, stored_at) = row[: len(COLUMNS)]
+     decay_rate, valid_until, supersedes, stored_at, narrative_id, task_id) = row[: len(COLUMNS)]
     return MemoryRecord(
         id=id_, namespace=ns, key=key, kind=kind, content=content,
         tags=tuple(json.loads(tags)), metadata=json.loads(metadata), source=source,
@@ -62,7 +62,7 @@ def row_to_record(row: Sequence[Any]) -> MemoryRecord:
         session_id=session_id, created_at=created_at, event_time=event_time,
         updated_at=updated_at, last_accessed=last_accessed, access_count=access_count,
         score=score, confidence=confidence, decay_rate=decay_rate, valid_until=valid_until,
-        supersedes=supersedes, stored_at=stored_at,
+        supersedes=supersedes, stored_at=stored_at, narrative_id=narrative_id, task_id=task_id,
     )
 
 
@@ -77,7 +77,7 @@ def record_values(r: MemoryRecord) -> builtins.list[Any]:
         json.dumps(dict(r.metadata), ensure_ascii=False, sort_keys=True),
         r.source, r.source_role, json.dumps(list(r.source_ids)), r.session_id, r.created_at,
         r.event_time, r.updated_at, r.last_accessed, r.access_count, r.score, r.confidence,
-        r.decay_rate, r.valid_until, r.supersedes, r.stored_at,
+        r.decay_rate, r.valid_until, r.supersedes, r.stored_at, r.narrative_id, r.task_id,
     ]
 
 
@@ -100,6 +100,12 @@ def filter_sql(namespace: str, flt: Filter, alias: str = "m") -> tuple[str, buil
     if flt.exclude_session_id is not None:
         where.append(f"{a}.session_id IS NOT ?")
         args.append(flt.exclude_session_id)
+    if flt.narrative_id is not None:
+        where.append(f"{a}.narrative_id = ?")
+        args.append(flt.narrative_id)
+    if flt.task_id is not None:
+        where.append(f"{a}.task_id = ?")
+        args.append(flt.task_id)
     for k, v in flt.metadata.items():
         sql, sql_args = _meta_sql(a, str(k), v)
         where.append(sql)

@@ -52,11 +52,12 @@ if TYPE_CHECKING:  # rich is imported lazily: --json output never needs it
 
 __all__ = [
     "EXIT_FAILED", "EXIT_INTERNAL", "EXIT_NOT_FOUND", "EXIT_OK", "EXIT_USAGE", "KIND_NAMES",
-    "GlobalOptions", "IdArg", "InvalidOpt", "KindsOpt", "MetaOpt", "SessionOpt", "TagOpt",
-    "TagsOpt", "clip", "confirmed", "emit", "fail", "fields_table", "globals_of", "guarded",
-    "hits_table", "internal_error", "join_tags", "new_console", "open_agent", "open_local",
-    "open_memory", "parse_meta", "plain", "print_hits", "print_json", "read_source_text",
-    "records_table", "rendered", "say_error", "show_value", "text_arg",
+    "GlobalOptions", "IdArg", "InvalidOpt", "KindsOpt", "MetaOpt", "NarrativeOpt", "SessionOpt",
+    "TagOpt", "TagsOpt", "TaskOpt", "clip", "confirmed", "emit", "fail", "fields_table",
+    "globals_of", "guarded", "hits_table", "internal_error", "join_tags", "new_console",
+    "open_agent", "open_local", "open_memory", "parse_meta", "plain", "print_hits",
+    "print_json", "read_source_text", "records_table", "rendered", "say_error", "show_value",
+    "text_arg",
 ]
 
 EXIT_OK = 0
@@ -94,6 +95,10 @@ MetaOpt = Annotated[list[str] | None, typer.Option(
 KindsOpt = Annotated[list[str] | None, typer.Option(
     "--kind", "-k", metavar="KIND", help=f"Only this kind (repeatable): {KIND_NAMES}.")]
 SessionOpt = Annotated[str | None, typer.Option("--session", help="Session id.")]
+NarrativeOpt = Annotated[str | None, typer.Option(
+    "--narrative", metavar="ID", help="Narrative id (003 narrative_id).")]
+TaskOpt = Annotated[str | None, typer.Option(
+    "--task", metavar="ID", help="Task id (003 task_id).")]
 IdArg = Annotated[str, typer.Argument(metavar="ID_OR_KEY", help="Memory id or key.")]
 InvalidOpt = Annotated[bool, typer.Option(
     "--include-invalid", help="Also show invalidated (corrected) memories.")]

@@ -23,9 +23,11 @@ from clawmemory.interfaces.cli.common import (
     InvalidOpt,
     KindsOpt,
     MetaOpt,
+    NarrativeOpt,
     SessionOpt,
     TagOpt,
     TagsOpt,
+    TaskOpt,
     confirmed,
     emit,
     fail,
@@ -68,6 +70,8 @@ def add_cmd(
     tags: TagsOpt = None,
     meta: MetaOpt = None,
     session: SessionOpt = None,
+    narrative: NarrativeOpt = None,
+    task: TaskOpt = None,
     source: Annotated[str | None, typer.Option(
         help="Provenance tag, e.g. conversation or agent.")] = None,
     event_time: Annotated[str | None, typer.Option(
@@ -80,7 +84,8 @@ def add_cmd(
     with open_memory(ctx, defer_vectors=True) as mem:
         memory_id = mem.store(text_arg(content), key=key, kind=as_kind(kind),
                               tags=join_tags(tag, tags), metadata=parse_meta(meta),
-                              session_id=session, source=source, event_time=event_time)
+                              session_id=session, narrative_id=narrative, task_id=task,
+                              source=source, event_time=event_time)
     emit(ctx, {"id": memory_id, "key": key}, plain(memory_id))
 
 
@@ -220,6 +225,8 @@ def recall_cmd(
     tag: TagOpt = None,
     tags: TagsOpt = None,
     session: SessionOpt = None,
+    narrative: NarrativeOpt = None,
+    task: TaskOpt = None,
     meta: MetaOpt = None,
     include_invalid: InvalidOpt = False,
     explain: Annotated[bool, typer.Option(
@@ -247,6 +254,7 @@ def recall_cmd(
             catch_up_vectors(mem)
         hits: list[Hit] = mem.recall(query, limit=limit, kind=kind or None,
                                      tags=join_tags(tag, tags), session_id=session,
+                                     narrative_id=narrative, task_id=task,
                                      metadata=parse_meta(meta), include_invalid=include_invalid,
                                      mode=mode, depth=depth, archive=archive,
                                      **times(since, until, created_since, created_until, as_of))
@@ -272,6 +280,8 @@ def list_cmd(
     tag: TagOpt = None,
     tags: TagsOpt = None,
     session: SessionOpt = None,
+    narrative: NarrativeOpt = None,
+    task: TaskOpt = None,
     meta: MetaOpt = None,
     limit: Annotated[int, typer.Option("--limit", "-l", help="Most memories to show.")] = 20,
     offset: Annotated[int, typer.Option(help="Skip this many first.")] = 0,
@@ -292,15 +302,16 @@ def list_cmd(
     """
     when = times(since, until, created_since, created_until, as_of)
     if archive:
-        if (kind or tag or tags or session or meta or include_invalid or order != "newest"
-                or any(v is not None for v in when.values())):
+        if (kind or tag or tags or session or narrative or task or meta or include_invalid
+                or order != "newest" or any(v is not None for v in when.values())):
             raise InvalidInputError("--archive takes only --limit and --offset")
         _list_archive(ctx, limit, offset)
         return
     with open_memory(ctx, create=False) as mem:
         records = mem.list(kind=kind or None, tags=join_tags(tag, tags), session_id=session,
-                           metadata=parse_meta(meta), include_invalid=include_invalid,
-                           limit=limit, offset=offset, order=order, **when)
+                           narrative_id=narrative, task_id=task, metadata=parse_meta(meta),
+                           include_invalid=include_invalid, limit=limit, offset=offset,
+                           order=order, **when)
         namespace = mem.namespace
     data = {"namespace": namespace, "offset": offset, "count": len(records),
             "memories": [r.to_dict() for r in records]}

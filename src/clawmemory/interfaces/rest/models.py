@@ -39,7 +39,8 @@ _MEMORY_EXAMPLE: Any = {
     "id": "3f2a9c0d1e4b5a67", "content": "User prefers dark mode in every editor",
     "namespace": "alice", "key": "ui-theme", "kind": "preference", "tags": ["ui"],
     "metadata": {"app": "vscode"}, "source": "conversation", "source_role": "user",
-    "source_ids": [], "session_id": "s-42", "created_at": 1700000000.0, "event_time": None,
+    "source_ids": [], "session_id": "s-42", "narrative_id": None, "task_id": None,
+    "created_at": 1700000000.0, "event_time": None,
     "updated_at": 1700000000.0, "stored_at": 1700000000.0, "last_accessed": 1700000000.0,
     "access_count": 0, "score": 0, "confidence": 1.0, "decay_rate": 0.1, "valid_until": None,
     "supersedes": None,
@@ -63,6 +64,12 @@ class StoreIn(_In):
     tags: list[str] | str = Field(default_factory=list)
     metadata: dict[str, Any] | None = None
     session_id: str | None = None
+    narrative_id: str | int | None = Field(
+        None, description="the narrative active when it was created (003); an integer is kept"
+        " as its decimal text")
+    task_id: str | int | None = Field(
+        None, description="the task that produced it (003); an integer is kept as its decimal"
+        " text")
     event_time: float | str | None = Field(None, description="epoch seconds or ISO-8601")
     source: str | None = None
     source_role: str | None = None
@@ -106,6 +113,8 @@ class MemoryOut(BaseModel):
     source_role: str | None
     source_ids: list[str]
     session_id: str | None
+    narrative_id: str | None = None
+    task_id: str | None = None
     created_at: float
     event_time: float | None
     updated_at: float
@@ -180,6 +189,8 @@ class RecallIn(_In):
     tags: list[str] = Field(default_factory=list)
     session_id: str | None = None
     exclude_session_id: str | None = None
+    narrative_id: str | int | None = None
+    task_id: str | int | None = None
     metadata: dict[str, Any] | None = None
     include_invalid: bool = False
     depth: int = 0
@@ -281,6 +292,8 @@ class ObserveIn(_In):
     role: str
     content: str
     session_id: str
+    narrative_id: str | int | None = None
+    task_id: str | int | None = None
 
 
 class Problem(BaseModel):

@@ -126,6 +126,8 @@ def list_memories(
     kind: Annotated[list[str] | None, Query(description="repeatable")] = None,
     tag: Annotated[list[str] | None, Query(description="repeatable; all must match")] = None,
     session_id: str | None = None,
+    narrative_id: str | None = None,
+    task_id: str | None = None,
     source: str | None = None,
     metadata: Annotated[str | None, Query(description='JSON object, e.g. {"app": "vscode"}')
                         ] = None,
@@ -142,16 +144,16 @@ def list_memories(
 ) -> dict[str, Any]:
     """List memories with filters, a page at a time (``next_cursor``)."""
     query = {"namespace": call.mem.namespace, "kind": kind, "tag": tag, "session_id": session_id,
-             "source": source, "metadata": metadata, "since": since, "until": until,
+             "narrative_id": narrative_id, "task_id": task_id, "source": source,
+             "metadata": metadata, "since": since, "until": until,
              "created_since": created_since, "created_until": created_until, "as_of": as_of,
-             "include_invalid": include_invalid,
-             "order": order}
+             "include_invalid": include_invalid, "order": order}
     offset = read_cursor(cursor, query) if offset is None else offset
     records = call.mem.list(
-        kind=kind or None, tags=tag or (), session_id=session_id, source=source,
-        metadata=_json_object(metadata, "metadata"), include_invalid=include_invalid,
-        order=order, limit=limit + 1, offset=offset, **_times(since, until, created_since,
-                                                              created_until, as_of))
+        kind=kind or None, tags=tag or (), session_id=session_id, narrative_id=narrative_id,
+        task_id=task_id, source=source, metadata=_json_object(metadata, "metadata"),
+        include_invalid=include_invalid, order=order, limit=limit + 1, offset=offset,
+        **_times(since, until, created_since, created_until, as_of))
     more = len(records) > limit
     return {"memories": [r.to_dict() for r in records[:limit]],
             "next_cursor": write_cursor(offset + limit, query) if more else None}
@@ -164,6 +166,8 @@ def count(
     tag: Annotated[list[str] | None, Query(description="repeatable; all must match")] = None,
     session_id: str | None = None,
     exclude_session_id: str | None = None,
+    narrative_id: str | None = None,
+    task_id: str | None = None,
     source: str | None = None,
     metadata: Annotated[str | None, Query(description="JSON object")] = None,
     include_invalid: bool = False,
@@ -176,8 +180,9 @@ def count(
     """How many memories match the filters."""
     return {"count": call.mem.count(
         kind=kind or None, tags=tag or (), session_id=session_id,
-        exclude_session_id=exclude_session_id, source=source,
-        metadata=_json_object(metadata, "metadata"), include_invalid=include_invalid,
+        exclude_session_id=exclude_session_id, narrative_id=narrative_id, task_id=task_id,
+        source=source, metadata=_json_object(metadata, "metadata"),
+        include_invalid=include_invalid,
         **_times(since, until, created_since, created_until, as_of))}
 
 
@@ -342,7 +347,8 @@ def import_(call: Writer, body: ImportIn) -> dict[str, Any]:
 @router.post("/observe", response_model=Stored, status_code=201, tags=["memories"])
 def observe(call: Writer, body: ObserveIn) -> dict[str, str]:
     """Store one dialogue turn as an episode (hot path: fast NER, no LLM)."""
-    return {"id": call.mem.observe(body.role, body.content, body.session_id)}
+    return {"id": call.mem.observe(body.role, body.content, body.session_id,
+                                   narrative_id=body.narrative_id, task_id=body.task_id)}
 
 
 @router.delete("/namespace", response_model=Deleted, tags=["memories"])

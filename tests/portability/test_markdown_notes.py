@@ -482,3 +482,26 @@ def test_a_memory_invalidated_in_the_store_loses_its_note_unless_edited(
     assert skip["id"] == edited and "was invalidated" in skip["detail"]
     assert "floor 2" in edited_note.read_text()  # left as the user wrote it
     assert [r.content for r in open_mem().history(quiet)] == ["The old printer is on floor 1"]
+
+
+def test_archiving_keeps_a_note_the_user_edited_since_the_last_sync(where: Path,
+                                                                     cli: Cli) -> None:
+    """The idle purge archives memories (000's knowledge decay): an unedited note goes with its
+    memory, one holding edits no sync has read stays, and the next sync says how to bring
+    its memory back, so an edit is never lost to maintenance."""
+    now = [1_700_000_000.0]
+    settings = settings_for(where).model_copy(update={"lifecycle": Settings().lifecycle.model_copy(
+        update={"knowledge_survival_chance": 0.0})})
+    with Memory.open(settings=settings, clock=lambda: now[0]) as mem:
+        quiet = mem.store("The old printer is on floor 1")
+        edited = mem.store("The old fax is on floor 1")
+        quiet_note, edited_note = note_of(where, quiet), note_of(where, edited)
+        edit(edited_note, "floor 1", "floor 2")
+        now[0] += 40 * 86_400  # idle past knowledge_max_idle_days (30)
+        (run,) = mem.maintain("decay")
+        assert mem.count() == 0, run
+    assert not quiet_note.exists()
+    assert "floor 2" in edited_note.read_text()
+    report = synced(cli)
+    [skip] = report["skipped"]
+    assert skip["id"] == edited and f"clawmem restore {edited}" in skip["detail"]

@@ -192,7 +192,9 @@ def _apply(mem: LocalMemory, changes: Sequence[Change]) -> None:
                 store.delete(ns, part)
             _forget_derived(mem, part)
     if leaving:
-        mem.parts.writes.mirror(removed=leaving)  # the Markdown mirror shows the live set
+        # The Markdown mirror shows the live set; a note with edits no sync has read stays (the
+        # next sync reports its memory as archived, `clawmem restore` brings it back).
+        mem.parts.writes.mirror(retired=leaving)
 
 
 class _View:

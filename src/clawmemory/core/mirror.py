@@ -24,10 +24,12 @@ class MirrorNotes(Protocol):
     """One namespace's folder of notes (``portability.markdown.MarkdownMirror``)."""
 
     def apply(self, written: Sequence[MemoryRecord],
-              removed: Sequence[MemoryRecord] = ()) -> object:
+              removed: Sequence[MemoryRecord] = (),
+              retired: Sequence[MemoryRecord] = ()) -> object:
         """Write through one change: the notes of ``written`` records are written (a
         correction's new version takes over its predecessor's note), those of ``removed``
-        ones deleted."""
+        ones (forgotten) deleted, those of ``retired`` ones (archived or purged by the
+        lifecycle) deleted unless they hold edits no sync has read."""
         ...
 
     def sync(self, records: Iterable[MemoryRecord]) -> int:
@@ -68,15 +70,16 @@ class Mirrors:
         namespace: str,
         written: Sequence[MemoryRecord] = (),
         removed: Sequence[MemoryRecord] = (),
+        retired: Sequence[MemoryRecord] = (),
     ) -> None:
         """Copy changes to the namespace's mirror, if one is configured. The database is the
         source of truth: a failed mirror write is logged, not raised."""
         mirror = self.of(namespace)
         if mirror is None:
             return
-        if not written and not removed:
+        if not written and not removed and not retired:
             return
         try:
-            mirror.apply(written, removed)
+            mirror.apply(written, removed, retired)
         except ClawMemoryError as exc:
             log.warning("markdown mirror: %s (`clawmem sync` writes what is missing)", exc)

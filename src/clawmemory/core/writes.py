@@ -241,11 +241,14 @@ class WritePath:
             fill_vectors(self.vectors, queue, entries, preceding)
 
     def mirror(
-        self, written: Sequence[MemoryRecord] = (), removed: Sequence[MemoryRecord] = ()
+        self, written: Sequence[MemoryRecord] = (), removed: Sequence[MemoryRecord] = (),
+        retired: Sequence[MemoryRecord] = (),
     ) -> None:
         """Write changes through to the Markdown mirror, if one is configured (a failure is
-        logged, not raised: the database is the source of truth)."""
-        self.mirrors.write_through(self.namespace, written, removed)
+        logged, not raised: the database is the source of truth). ``removed``: forgotten, the
+        notes go; ``retired``: taken out of the live set by the lifecycle, the notes go unless
+        the user edited them since the last sync."""
+        self.mirrors.write_through(self.namespace, written, removed, retired)
 
     @contextmanager
     def transaction(self) -> Iterator[None]:

@@ -390,9 +390,11 @@ class MarkdownMirror:
         return len(batch)
 
     def apply(self, written: Sequence[MemoryRecord],
-              removed: Sequence[MemoryRecord] = ()) -> None:
+              removed: Sequence[MemoryRecord] = (),
+              retired: Sequence[MemoryRecord] = ()) -> None:
         """Write through one change of the store: ``written`` records (a correction's retired
-        version hands its note to the new one) and ``removed`` ones (their notes go)."""
+        version hands its note to the new one), ``removed`` ones (forgotten: their notes go)
+        and ``retired`` ones (archived: their notes go unless edited since the last sync)."""
         with self.lock:
             try:
                 successors = {r.supersedes for r in written if r.is_valid and r.supersedes}
@@ -403,6 +405,8 @@ class MarkdownMirror:
                         self._retire(record.id)
                 if removed:
                     self._remove_ids({r.id for r in removed})
+                for record in retired:
+                    self._retire(record.id)
             finally:
                 self.save()
 

@@ -128,6 +128,9 @@ class StorageSettings(Section):
     # With mirror_dir set, `clawmem serve` and `clawmem mcp` look for edited notes this often
     # (seconds); 0: never (only `clawmem sync` reads them).
     mirror_poll_s: float = Field(default=0.5, ge=0, le=3600)
+    # The notes of the `namespace` setting's namespace directly in mirror_dir (002's layout,
+    # data/memory/fact/...); other namespaces' in mirror_dir/.namespaces/NAME.
+    mirror_flat: bool = False
     sequence_links: bool = True  # link each episode to the previous turn of its session
     # single: one database (db); per-agent: one per agent (agents.NAME.data_dir/memory.db, 001)
     layout: Literal["single", "per-agent"] = "single"

@@ -245,6 +245,7 @@ PROFILES: dict[str, Profile] = {
             **_AS_SPECIFIED,
             "db": "data/memory.db",
             "storage.mirror_dir": "data/memory",
+            "storage.mirror_flat": True,  # 002: data/memory/fact/2024-01-15-api-key.md
             "recall.fusion": "rrf",
             "recall.rrf_k": 60,
             "recall.list_weights": {"keyword": 1.0, "vector": 1.0, "entity": 0.0},

@@ -239,3 +239,49 @@ def test_sclaw_agents_get_their_own_databases_and_a_disabled_one_none(
     assert quiet.returncode == 0 and json.loads(quiet.stdout)["hits"] == []
     assert "Traceback" not in quiet.stderr
     assert not (home / "agents" / "quiet").exists()
+
+
+# --- 002 DevClaw -------------------------------------------------------------------------------
+def test_devclaw_agent_saves_to_its_markdown_tree_and_reads_edits_back(tmp_path: Path) -> None:
+    """002: the `memory` dispatcher (save/search/list/index); memories in `data/memory.db` and
+    as `data/memory/{category}/{date}-{slug}.md` with `category`, `created_at` and `keywords`
+    in the front matter; search lines `- [category] content`. A note edited in an editor is
+    recalled after one `clawmem sync`."""
+
+    async def scenario() -> None:
+        async with Client(server("--profile", "devclaw", cwd=tmp_path),
+                          read_timeout_seconds=300) as client:
+            assert await tool_names(client) == {"memory"}
+            saved = await ok(client, "memory", {
+                "action": "save", "content": "The API uses JWT tokens with 24h expiration",
+                "category": "fact", "keywords": ["api", "jwt", "authentication"]})
+            assert saved.startswith("Saved [fact] memory")
+            await ok(client, "memory", {"action": "save", "category": "preference",
+                                        "content": "User prefers dark theme"})
+            found = await ok(client, "memory", {"action": "search",
+                                                "query": "authentication token"})
+            assert found.splitlines()[0] == "- [fact] The API uses JWT tokens with 24h expiration"
+            listed = await ok(client, "memory", {"action": "list", "category": "preference"})
+            assert "- [preference] User prefers dark theme" in listed
+
+    run(scenario)
+    data = tmp_path / "data"
+    assert (data / "memory.db").is_file()
+    notes = sorted(p.relative_to(data / "memory").as_posix()
+                   for p in (data / "memory").rglob("*.md"))
+    assert [re.sub(r"\d{4}-\d\d-\d\d", "DATE", n) for n in notes] == [
+        "fact/DATE-the-api-uses-jwt-tokens-with-24h-expiration.md",
+        "preference/DATE-user-prefers-dark-theme.md"]
+    note = data / "memory" / notes[0]
+    front = note.read_text().split("---")[1]
+    assert "category: fact" in front and "created_at:" in front
+    assert re.search(r"keywords: \[api, jwt, authentication\]|keywords:\n- api", front), front
+    note.write_text(note.read_text().replace("24h expiration", "12h expiration"))
+    env = {"CLAWMEM_EMBEDDER__PROVIDER": "none"}
+    synced = clawmem("--profile", "devclaw", "--json", "sync", env=env, cwd=tmp_path)
+    assert synced.returncode == 0, synced.stderr
+    assert len(json.loads(synced.stdout)["updated"]) == 1
+    found = clawmem("--profile", "devclaw", "--json", "recall", "expiration", env=env,
+                    cwd=tmp_path)
+    assert [h["memory"]["content"] for h in json.loads(found.stdout)["hits"]] == [
+        "The API uses JWT tokens with 12h expiration"]

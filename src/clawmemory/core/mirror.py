@@ -38,6 +38,7 @@ class MirrorNotes(Protocol):
 
 
 MirrorFactory = Callable[[Path], MirrorNotes]
+OTHERS = ".namespaces"  # with storage.mirror_flat: the other namespaces' folders
 
 
 class Mirrors:
@@ -46,6 +47,8 @@ class Mirrors:
     def __init__(self, settings: Settings, factory: MirrorFactory | None) -> None:
         root = settings.storage.mirror_dir
         self._root = Path(root).expanduser() if root is not None and factory else None
+        self._flat = settings.storage.mirror_flat
+        self._home = settings.namespace
         self._factory = factory
         self._mirrors: dict[str, MirrorNotes] = {}
         self._lock = threading.Lock()
@@ -55,14 +58,34 @@ class Mirrors:
         """The folder that holds a folder per namespace; None when no mirror is configured."""
         return self._root
 
+    def folder(self, namespace: str) -> Path | None:
+        """Where the namespace's notes lie: a folder per namespace (ids are unique only within
+        one), or with ``storage.mirror_flat`` the opened namespace's directly in the root and
+        the others' under its hidden ``.namespaces`` folder (which the root's scan skips)."""
+        if self._root is None:
+            return None
+        if not self._flat:
+            return self._root / namespace
+        return self._root if namespace == self._home else self._root / OTHERS / namespace
+
+    def namespaces(self) -> list[str]:
+        """The names of the namespace folders that exist (the opened one's, when flat)."""
+        if self._root is None:
+            return []
+        base = self._root / OTHERS if self._flat else self._root
+        found = {self._home} if self._flat else set()
+        if base.is_dir():
+            found |= {f.name for f in base.iterdir() if f.is_dir() and not f.name.startswith(".")}
+        return sorted(found)
+
     def of(self, namespace: str) -> MirrorNotes | None:
         """The namespace's mirror, or None when no mirror is configured."""
-        if self._root is None or self._factory is None:
+        folder = self.folder(namespace)
+        if folder is None or self._factory is None:
             return None
         with self._lock:
             if namespace not in self._mirrors:
-                # A folder per namespace: ids are unique only within one.
-                self._mirrors[namespace] = self._factory(self._root / namespace)
+                self._mirrors[namespace] = self._factory(folder)
             return self._mirrors[namespace]
 
     def write_through(

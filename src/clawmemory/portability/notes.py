@@ -470,20 +470,19 @@ class NotesWatcher:
     def namespaces(self) -> list[str]:
         """The served namespace and every other namespace that has a folder."""
         found = {self.mem.namespace}
-        if self.root.is_dir():
-            for folder in self.root.iterdir():
-                if folder.is_dir() and not folder.name.startswith("."):
-                    try:
-                        found.add(check_namespace(folder.name))
-                    except ClawMemoryError:
-                        continue
+        for name in self.mem.parts.shared.mirrors.namespaces():
+            try:
+                found.add(check_namespace(name))
+            except ClawMemoryError:
+                continue
         return sorted(found)
 
     def poll(self, *, full: bool = False) -> list[NotesReport]:
         """One pass: sync each namespace whose notes changed (all of them with ``full``)."""
         reports = []
+        mirrors = self.mem.parts.shared.mirrors
         for ns in self.namespaces():
-            folder = self.root / ns
+            folder = mirrors.folder(ns) or self.root / ns
             before = self._seen.get(ns)
             if not full and before is not None and before == self._stamps(folder):
                 continue

@@ -422,10 +422,10 @@ class AgentSettings(Section):
     system_prompt: str | None = None  # None = prompts.AGENT_SYSTEM
     tools_dialect: str = "ptrclaw"  # 000's memory tools
     # The memory put in front of each message: "ptrclaw" (000's [Memory context] block with
-    # linked neighbours), "devclaw" (002's "## Relevant Memories" layer within its token
-    # budget), "sandbox" (004: facts of earlier sessions) or "none" (003: the model recalls
-    # through its tools only).
-    context_style: Literal["ptrclaw", "devclaw", "sandbox", "none"] = "ptrclaw"
+    # linked neighbours), "sclaw" (001's "## Relevant Memory", 10 facts within 2000 tokens),
+    # "devclaw" (002's "## Relevant Memories" layer within its token budget), "sandbox" (004:
+    # facts of earlier sessions) or "none" (003: the model recalls through its tools only).
+    context_style: Literal["ptrclaw", "sclaw", "devclaw", "sandbox", "none"] = "ptrclaw"
     max_tool_rounds: int = Field(default=8, ge=0, le=100)  # tool-call rounds per message
     temperature: float | None = Field(default=None, ge=0, le=2)  # None = the provider's
     enrich_limit: int = Field(default=5, ge=0, le=100)  # 000 recall_limit

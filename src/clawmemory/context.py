@@ -385,17 +385,22 @@ def enrich(
     exclude: Callable[[MemoryRecord], bool] | None = None,
 ) -> str:
     """The message as the agent sends it this once, with what ``style`` puts in front:
-    000's ``[Memory context]`` block ("ptrclaw"), 002's memory layer ("devclaw"), 004's facts
-    of earlier sessions ("sandbox"), or nothing ("none": 003's model recalls through its
-    tools). The conversation history keeps the message as written."""
+    000's ``[Memory context]`` block ("ptrclaw"), 001's ``## Relevant Memory`` ("sclaw"),
+    002's memory layer ("devclaw"), 004's facts of earlier sessions ("sandbox"), or nothing
+    ("none": 003's model recalls through its tools). The conversation history keeps the
+    message as written."""
     if style == "ptrclaw":
         return ptrclaw_enrich(mem, message, limit, depth, exclude=exclude)
     if mem is None or style == "none":
         return message
     try:
-        block = (devclaw_layer(mem, message) if style == "devclaw"
-                 else sandbox_context(mem, message, session_id))
+        if style == "sclaw":
+            block = relevant_memory_block(mem, message) or ""
+        elif style == "devclaw":
+            block = devclaw_layer(mem, message)
+        else:
+            block = sandbox_context(mem, message, session_id)
     except ClawMemoryError as exc:  # an aid: a failing store must not block the chat
         log.warning("memory context skipped: %s", exc)
         return message
-    return f"{block}\n\n{message}" if block else message
+    return f"{block.rstrip()}\n\n{message}" if block else message

@@ -234,7 +234,7 @@ PROFILES: dict[str, Profile] = {
             "recall.mode": "keyword",
             "embedder.provider": "none",
             "cognition.extraction": True,
-            "agent.context_style": "ptrclaw",
+            "agent.context_style": "sclaw",
         }),
     "devclaw": Profile(
         "devclaw", "002 DevClaw",

@@ -211,6 +211,7 @@ SETUPS: dict[str, list[tuple[str, Prepare]]] = {
     "docs/portability.md": [("read_openclaw", openclaw_workspace),
                             ("import_history", sclaw_database)],
     "docs/postgres.md": [("postgresql://", postgres)],
+    "docs/profiles.md": [('profile="devclaw"', plain())],
     "docs/rest.md": [("AsyncMemory", served(key=True, expect=("Deploys happen on Tuesdays",)))],
     "docs/tools.md": [("call_tool", plain())],
 }

@@ -234,7 +234,8 @@ def _hybrid_hits(tmp_path: Path, profile: str) -> list[Any]:
 @pytest.mark.parametrize(("profile", "lists"), [("devclaw", {"keyword", "vector"}),
                                                  ("sandbox", {"keyword", "vector", "entity"})])
 def test_rrf_profiles_score_exactly_sum_of_one_over_60_plus_rank(
-        tmp_path: Path, profile: str, lists: set[str]) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, profile: str, lists: set[str]) -> None:
+    monkeypatch.chdir(tmp_path)  # the devclaw profile's notes go to ./data/memory
     hits = _hybrid_hits(tmp_path, profile)
     assert hits
     seen: set[str] = set()

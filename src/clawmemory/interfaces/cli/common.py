@@ -96,7 +96,8 @@ KindsOpt = Annotated[list[str] | None, typer.Option(
     "--kind", "-k", metavar="KIND", help=f"Only this kind (repeatable): {KIND_NAMES}.")]
 SessionOpt = Annotated[str | None, typer.Option("--session", help="Session id.")]
 NarrativeOpt = Annotated[str | None, typer.Option(
-    "--narrative", metavar="ID", help="Narrative id: the narrative active when the memory was made (narrative_id).")]
+    "--narrative", metavar="ID",
+    help="Narrative id: the narrative active when the memory was made (narrative_id).")]
 TaskOpt = Annotated[str | None, typer.Option(
     "--task", metavar="ID", help="Task id: the task that produced the memory (task_id).")]
 IdArg = Annotated[str, typer.Argument(metavar="ID_OR_KEY", help="Memory id or key.")]

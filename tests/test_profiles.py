@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from clawmemory import Memory
-from clawmemory.config import load_settings, settings_origins
+from clawmemory.config import load_settings
 from clawmemory.errors import ConfigError
+from clawmemory.origins import settings_origins
 from clawmemory.profiles import PROFILES
 
 CLAWMEM = Path(sys.executable).parent / "clawmem"

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from clawmemory.config import config_path, settings_origins
+from clawmemory.config import config_path
 from clawmemory.interfaces.cli.common import emit, globals_of, guarded, rendered
+from clawmemory.origins import settings_origins
 from clawmemory.profiles import PROFILES
 
 if TYPE_CHECKING:

@@ -136,28 +136,26 @@ def test_hatching_across_one_shot_calls_stores_the_soul(
 def test_synthesis_counts_each_sessions_user_messages_across_one_shot_calls(
     openai_server: ScriptedLLMServer, tmp_path: Path
 ) -> None:
-    """000: synthesis every 5 user messages, counted in the stored history: six one-shot
-    processes of one session make one synthesis request, after the fifth; a session
+    """000: synthesis every N user messages (here 2), counted in the stored history: one-shot
+    processes of one session count together, after the Nth and not before; a session
     interleaved with it counts its own."""
     openai_server.script([], then=text('{"notes": []}'))  # every answer, synthesis's too
 
     def say(session: str, n: int) -> list[str]:
         done = clawmem(tmp_path, "chat", "-m", f"{session} message {n}", "--session", session,
-                       server=openai_server, CLAWMEM_AGENT__CONSOLIDATE_ON_SWITCH="false")
+                       server=openai_server, CLAWMEM_AGENT__CONSOLIDATE_ON_SWITCH="false",
+                       CLAWMEM_COGNITION__SYNTHESIS_INTERVAL="2")
         assert done.returncode == 0 and "warning" not in done.stderr, done.stderr
         return [prompt_text(b) for b in openai_server.bodies
                 if SYNTHESIS_SYSTEM.format() in prompt_text(b)]
 
-    seen = [len(say("s1", n)) for n in range(1, 4)]
-    seen += [len(say("s2", n)) for n in range(1, 5)]
-    seen += [len(say("s1", n)) for n in range(4, 7)]
-    assert seen == [0, 0, 0, 0, 0, 0, 0, 0, 1, 1]  # s1's fifth message, not before
-    (s1,) = say("s2", 5)[:1]
-    assert len(openai_server.bodies) == 11 + 2  # eleven answers and two syntheses
-    assert "s1 message 5" in s1 and "s2 message" not in s1
-    s2 = [prompt_text(b) for b in openai_server.bodies
-          if SYNTHESIS_SYSTEM.format() in prompt_text(b)][1]
-    assert "s2 message 5" in s2 and "s1 message" not in s2
+    seen = [len(say("s1", 1)), len(say("s2", 1)), len(say("s1", 2)), len(say("s2", 2)),
+            len(say("s1", 3))]
+    assert seen == [0, 0, 1, 2, 2]  # each session's second message, not before
+    s1, s2 = say("s1", 4)[:2]
+    assert len(openai_server.bodies) == 6 + 3  # six answers, three syntheses
+    assert "s1 message 2" in s1 and "s2 message" not in s1
+    assert "s2 message 2" in s2 and "s1 message" not in s2
 
 
 def test_maintain_consolidate_uses_the_configured_model(

@@ -249,7 +249,9 @@ def test_devclaw_agent_saves_to_its_markdown_tree_and_reads_edits_back(tmp_path:
     recalled after one `clawmem sync`."""
 
     async def scenario() -> None:
-        async with Client(server("--profile", "devclaw", cwd=tmp_path),
+        # No model: the hybrid formula is pinned with it in test_profiles.py
+        async with Client(server("--profile", "devclaw", cwd=tmp_path,
+                                 env={"CLAWMEM_EMBEDDER__PROVIDER": "none"}),
                           read_timeout_seconds=300) as client:
             assert await tool_names(client) == {"memory"}
             saved = await ok(client, "memory", {

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from clawmemory import Memory
+from clawmemory.interfaces.cli.app import main
 
 CLAWMEM = Path(sys.executable).parent / "clawmem"
 
@@ -146,10 +147,19 @@ def _commands() -> list[list[str]]:
     return paths
 
 
-def test_no_help_text_speaks_of_specification_numbers(tmp_path: Path) -> None:
+def _help(path: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    """``clawmem PATH --help`` in-process (the same app and help text as the installed
+    script, test_docs.py checks that; a process per command cost most of a minute)."""
+    capsys.readouterr()
+    assert main([*path, "--help"]) == 0
+    return capsys.readouterr().out
+
+
+def test_no_help_text_speaks_of_specification_numbers(
+        capsys: pytest.CaptureFixture[str]) -> None:
     offenders = {}
     for path in _commands():
-        text = run(*path, "--help", cwd=tmp_path).stdout
+        text = _help(path, capsys)
         found = re.findall(r"\b00[0-4]\b|ptrclaw-json|sclaw-db\b|\bspec\b", text)
         # the import help names the older format names once, as aliases: allowed there only
         if path == ["import"]:
@@ -158,6 +168,6 @@ def test_no_help_text_speaks_of_specification_numbers(tmp_path: Path) -> None:
         if found:
             offenders[" ".join(path)] = found
     assert offenders == {}
-    import_help = run("import", "--help", cwd=tmp_path).stdout
+    import_help = _help(["import"], capsys)
     assert "json, ptrclaw, devclaw, openclaw, sclaw, sandbox, koshi, mem0, chatgpt, claude" \
         in " ".join(import_help.split()).replace("│", "").replace("  ", " ")

@@ -7,7 +7,11 @@ It sits below the backends and the search pipeline, so both use one definition o
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import re
+import sys
+import types
 import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
@@ -18,11 +22,30 @@ _WORD = re.compile(r"\w+")
 _DIACRITICS = re.compile("[\u0300-\u036f]")  # the Combining Diacritical Marks block
 
 
+_ALIAS = "clawmemory_snowball_english"  # a private name for snowballstemmer's folder
+
+
 @lru_cache(maxsize=1)
 def _stemmer():  # type: ignore[no-untyped-def]
-    import snowballstemmer
+    """snowballstemmer's English stemmer, without importing the package itself: its
+    ``__init__`` imports all 30 languages (~50 ms, most of a first recall's cost). The
+    package's folder is registered under a private name whose ``__init__`` never runs, and only
+    the English module (with its two helpers) is imported from it. Anything unexpected falls
+    back to the package's own entry point."""
+    try:
+        spec = importlib.util.find_spec("snowballstemmer")
+        if spec is None or not spec.submodule_search_locations:
+            raise ImportError("snowballstemmer is not a package")
+        if _ALIAS not in sys.modules:
+            alias = types.ModuleType(_ALIAS)
+            alias.__path__ = list(spec.submodule_search_locations)
+            sys.modules[_ALIAS] = alias
+        english = importlib.import_module(f"{_ALIAS}.english_stemmer")
+        return english.EnglishStemmer()
+    except (ImportError, AttributeError):
+        import snowballstemmer
 
-    return snowballstemmer.stemmer("english")
+        return snowballstemmer.stemmer("english")
 
 
 @lru_cache(maxsize=65536)

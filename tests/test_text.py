@@ -10,7 +10,15 @@ import snowballstemmer
 
 from clawmemory.text import stem, tokenize
 
-WORDS = ["running", "runs", "ran", "generously", "happiness", "caresses", "ponies", "relational", "conditional", "rational", "digitizer", "vietnamization", "predication", "operator", "feudalism", "decisiveness", "hopefulness", "callousness", "formality", "sensitivity", "sensibility", "skies", "dying", "lying", "tying", "news", "innings", "outing", "canning", "howe", "proceed", "exceed", "succeed", "andes", "atlas", "cosmos", "bias", "generate", "generates", "generated", "generating", "general", "generally", "generic"]
+WORDS = (
+    "running", "runs", "ran", "generously", "happiness", "caresses", "ponies",
+    "relational", "conditional", "rational", "digitizer", "vietnamization", "predication",
+    "operator", "feudalism", "decisiveness", "hopefulness", "callousness", "formality",
+    "sensitivity", "sensibility", "skies", "dying", "lying", "tying", "news", "innings",
+    "outing", "canning", "howe", "proceed", "exceed", "succeed", "andes", "atlas",
+    "cosmos", "bias", "generate", "generates", "generated", "generating", "general",
+    "generally", "generic",
+)
 
 
 def test_the_stemmer_is_snowballs_english_stemmer() -> None:

@@ -7,6 +7,11 @@ median). With ``--warm-up`` the process calls ``Memory.warm_up()`` and waits for
 first recall, as a server does at start.
 
     .venv/bin/python bench/first_recall.py --db /tmp/rq/peers-20000.db --namespace u1
+    .venv/bin/python bench/first_recall.py --fill 20000   # first recall after an ingest
+
+``--fill N``: the peers harness's order instead, in one fresh process: open a new store,
+recall once on it empty (loads the model), ``store_many`` N synthetic sentences into one
+namespace, then time the first hybrid recall and the median of 59 more (new texts each).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 QUERIES = [
     "What new hobby is Jonas Fischer picking up?", "Which city did Omar Murphy relocate to?",
@@ -53,13 +59,58 @@ def measure(db: str, namespace: str, warm_up: bool) -> dict[str, float]:
             "warm_ms": 1000 * statistics.median(warm)}
 
 
+WORDS = (
+    "alice", "bob", "carol", "dave", "travel", "paris", "berlin", "hobby", "guitar", "cooking",
+    "painting", "car", "book", "city", "moved", "job", "engineer", "teacher", "doctor", "dog",
+    "cat", "garden", "coffee", "tea", "running", "swimming", "chess",
+)
+
+
+def after_fill(n: int) -> str:
+    """The first recall after filling a fresh store in this process (the peers harness)."""
+    import os
+    import random
+    import tempfile
+
+    from clawmemory import Memory
+
+    rnd = random.Random(1)
+    home = tempfile.mkdtemp(prefix="first-recall-")
+    os.environ["CLAWMEM_HOME"] = home
+    with Memory.open(Path(home) / "m.db") as mem:
+        mem.recall("model load", limit=1, touch=False)
+        user = mem.with_namespace("u1")
+        t = time.perf_counter()
+        user.store_many({"content": f"{rnd.choice(WORDS).title()} {rnd.choice(WORDS)} likes"
+                                    f" {rnd.choice(WORDS)} near {rnd.choice(WORDS)} {i}"}
+                        for i in range(n))
+        ingest = time.perf_counter() - t
+        queries = [f"What does {rnd.choice(WORDS).title()} like about {rnd.choice(WORDS)}?"
+                   for _ in range(60)]
+        times = []
+        for q in queries:
+            t = time.perf_counter()
+            user.recall(q, limit=5)
+            times.append(1000 * (time.perf_counter() - t))
+    steady = statistics.median(times[1:])
+    return (f"after a fill of {n:,} (ingest {ingest:.1f} s): first recall {times[0]:.1f} ms,"
+            f" steady median {steady:.1f} ms, ratio {times[0] / steady:.2f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--db", required=True)
+    p.add_argument("--db")
+    p.add_argument("--fill", type=int, default=0, metavar="N",
+                   help="measure the first recall after filling a fresh store with N memories")
     p.add_argument("--namespace", default="u1")
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--child", choices=["cold", "warm-up"], help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.fill:
+        print(after_fill(args.fill))
+        return 0
+    if not args.db:
+        p.error("--db (a filled store) or --fill N is needed")
     if args.child:
         print(json.dumps(measure(args.db, args.namespace, args.child == "warm-up")))
         return 0

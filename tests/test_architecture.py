@@ -45,6 +45,8 @@ DEFERRED: dict[str, str] = {
     "clawmemory.interfaces.cli.serving -> clawmemory.interfaces.rest": "FastAPI and uvicorn",
     "clawmemory.interfaces.cli.serving -> clawmemory.portability.notes":
         "the notes watcher, storage.mirror_dir",
+    "clawmemory.interfaces.cli.chat -> clawmemory.agent":
+        "the agent and its LLM steps (~0.1 s of every other command's start)",
 }
 
 

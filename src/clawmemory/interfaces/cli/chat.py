@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from clawmemory.agent import AgentReply, AgentSessions
 from clawmemory.errors import ClawMemoryError, NotFoundError
 from clawmemory.interfaces.cli.common import (
     EXIT_USAGE,
@@ -33,6 +32,9 @@ from clawmemory.interfaces.cli.common import (
 )
 from clawmemory.llm.base import LLM
 from clawmemory.llm.factory import close_llm, make_llm
+
+if TYPE_CHECKING:
+    from clawmemory.agent import AgentReply, AgentSessions
 
 __all__ = ["NO_LLM", "register"]
 
@@ -106,6 +108,10 @@ def chat_cmd(
     Example: clawmem chat -m "I moved to Lisbon last week" --session s-42
     """
     llm = _chat_llm(ctx)
+    # Function-local: the agent (and the LLM steps it loads) is ~0.1 s of every other
+    # command's start (tests/test_architecture.py DEFERRED).
+    from clawmemory.agent import AgentSessions
+
     try:
         with open_memory(ctx, local=True) as mem, AgentSessions(
                 mem, llm, channel=CHANNEL, background=False, log_failures=False) as sessions:

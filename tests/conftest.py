@@ -187,6 +187,16 @@ def _isolated_env(
     monkeypatch.setenv("CLAWMEM_HOME", str(tmp_path_factory.mktemp("clawmem-home")))
 
 
+@pytest.fixture
+def no_spec_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """For the profiles' tests: the developer's own PtrClaw/DevClaw variables (MEMORY_*,
+    EMBEDDING_*, DEVCLAW_*), OpenAI key and ~/.ptrclaw stay out (HOME is the test's own)."""
+    for name in list(os.environ):
+        if name.startswith(("MEMORY_", "EMBEDDING_", "DEVCLAW_")) or name == "OPENAI_API_KEY":
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+
+
 @pytest.fixture(params=backend_params())
 def backend(request: pytest.FixtureRequest) -> Backend:
     """The backend under test. Narrow it in a module with

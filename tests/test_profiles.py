@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,16 +20,7 @@ from clawmemory.origins import settings_origins
 from clawmemory.profiles import PROFILES
 
 CLAWMEM = Path(sys.executable).parent / "clawmem"
-SPEC_PREFIXES = ("MEMORY_", "EMBEDDING_", "DEVCLAW_")
-
-
-@pytest.fixture(autouse=True)
-def _spec_env_cleared(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """The developer's own PtrClaw/DevClaw variables, OpenAI key and ~/.ptrclaw stay out."""
-    for name in list(os.environ):
-        if name.startswith(SPEC_PREFIXES) or name == "OPENAI_API_KEY":
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+pytestmark = pytest.mark.usefixtures("no_spec_env")
 
 
 def clawmem(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -575,7 +575,7 @@ class Settings(BaseSettings):
 
     # A specification's defaults under everything else (profiles.py; docs/configuration.md)
     profile: str = profiles.DEFAULT_PROFILE
-    # Where files live when no path is given ($CLAWMEM_HOME); None = ~/.clawmemory
+    # Where the database lives when db is not given ($CLAWMEM_HOME); None = ~/.clawmemory
     home: Path | None = None
     # storage file, or a postgresql:// address; None = {home}/memory.db (or .json)
     db: Path | str | None = None
@@ -681,7 +681,7 @@ class Settings(BaseSettings):
                 profiles.ProfileDefaults(settings_cls))
 
     def home_dir(self) -> Path:
-        """Where files live when no path is given: ``home``, else $CLAWMEM_HOME or
+        """Where the database lives when ``db`` is not given: ``home``, else $CLAWMEM_HOME or
         ~/.clawmemory."""
         return Path(self.home).expanduser() if self.home is not None else default_home()
 

@@ -14,33 +14,25 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
 
-import anyio
-import mcp_types as types
 import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 from test_chat_cli import clawmem as chat_cli
+from test_mcp import ok, run
 
 from clawmemory import Memory
 from clawmemory.llm.prompts import SYNTHESIS_SYSTEM
 from llm_servers import ScriptedLLMServer, prompt_text, text
 
-T = TypeVar("T")
 CLAWMEM = Path(sys.executable).parent / "clawmem"
 ID = re.compile(r"\[id:([^\]\s]+)\]")
-SPEC_PREFIXES = ("MEMORY_", "EMBEDDING_", "DEVCLAW_")
+pytestmark = pytest.mark.usefixtures("no_spec_env")
 
 
 @pytest.fixture(autouse=True)
-def _spec_env_cleared(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name in list(os.environ):
-        if name.startswith(SPEC_PREFIXES) or name == "OPENAI_API_KEY":
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+def _quiet(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CLAWMEM_LOG_LEVEL", "WARNING")
 
 
@@ -48,20 +40,6 @@ def server(*args: str, env: dict[str, str] | None = None, cwd: Path | None = Non
            ) -> StdioServerParameters:
     return StdioServerParameters(command=str(CLAWMEM), args=[*args, "mcp"],
                                  env={**os.environ, **(env or {})}, cwd=cwd)
-
-
-def run(scenario: Callable[[], Awaitable[T]]) -> T:
-    return anyio.run(scenario)
-
-
-def said(result: types.CallToolResult) -> str:
-    return "\n".join(c.text for c in result.content if isinstance(c, types.TextContent))
-
-
-async def ok(client: Client, name: str, args: dict[str, Any]) -> str:
-    result = await client.call_tool(name, args)
-    assert not result.is_error, f"{name}({args}) failed: {said(result)}"
-    return said(result)
 
 
 async def tool_names(client: Client) -> set[str]:

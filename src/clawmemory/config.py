@@ -132,6 +132,8 @@ class StorageSettings(Section):
     sequence_links: bool = True  # link each episode to the previous turn of its session
     # single: one database (db); per-agent: one per agent (agents.NAME.data_dir/memory.db, 001)
     layout: Literal["single", "per-agent"] = "single"
+    # SQLite: at most this many rows are ranked per keyword recall once more match (ADR 0006).
+    keyword_candidates: int = Field(default=5_000, ge=100)
 
 
 class PostgresSettings(Section):

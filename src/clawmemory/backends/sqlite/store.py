@@ -34,6 +34,7 @@ from clawmemory.backends.base import (
     upsert,
 )
 from clawmemory.backends.sqlite import schema
+from clawmemory.backends.sqlite.keyword import KeywordSearch
 from clawmemory.backends.sqlite.sql import (
     INSERT,
     ORDER_SQL,
@@ -59,10 +60,6 @@ log = logging.getLogger("clawmemory")
 T = TypeVar("T")
 
 MAX_BUSY_WAIT_S = 60.0
-# Keyword query pruning (ADR 0006): a term matching more than this many rows, and more than
-# this share of the table, is left out of the query when rarer terms remain.
-COMMON_TERM_DOCS = 5000
-COMMON_TERM_SHARE = 0.05
 
 
 def _apsw() -> Any:
@@ -86,7 +83,7 @@ def _vec_extension() -> str:
     return str(sqlite_vec.loadable_path())
 
 
-class SQLiteStore:
+class SQLiteStore(KeywordSearch):
     """The embedded default backend. Safe to share between threads; many processes may open the
     same file at once."""
 
@@ -100,15 +97,19 @@ class SQLiteStore:
         weights: tuple[float, float, float, float] = (2.0, 1.0, 1.5, 0.5),
         create: bool = True,
         read_only: bool = False,
+        keyword_candidates: int = 5000,
     ) -> None:
         """Open the store at ``path``. ``create=False``: a missing or empty file is an error
         instead of a new store (read-only commands never create one). ``read_only``: open the
-        file for reading only; a file the OS will not let us write is opened that way too."""
+        file for reading only; a file the OS will not let us write is opened that way too.
+        ``keyword_candidates``: at most this many rows ranked per keyword search once more
+        match (keyword.py)."""
         apsw = _apsw()
         self.path = Path(path)
         self._busy = (apsw.BusyError, apsw.LockedError)
         self._error = apsw.Error
         self._weights = weights
+        self.keyword_candidates = keyword_candidates
         self._lock = threading.RLock()
         self._depth = 0  # nesting of write() in the thread holding the lock
         self._scrub = False  # a write transaction removed text: checkpoint after it commits
@@ -461,67 +462,7 @@ class SQLiteStore:
                 (now, namespace, *ids),
             )
 
-    # --- keyword search ------------------------------------------------------------------------
-    def keyword_search(
-        self, namespace: str, terms: Sequence[str], flt: Filter, *, limit: int
-    ) -> builtins.list[TextHit]:
-        if not terms:
-            return []
-        terms = self._without_common_terms(terms)
-        where, args = filter_sql(namespace, flt)
-        match = [*self._weights, fts_query(terms)]
-        # Rank inside FTS5 first and join only the best rows: joining every matching row
-        # before sorting doubles the cost on large tables. When the filter (namespace, kind,
-        # tags...) leaves too few of them, rank the filtered rows exactly instead.
-        inner = max(limit * 4, 200)
-        rows = self.query(
-            f"SELECT {RANK_SELECT}, f.rel FROM (SELECT rowid, -bm25(memories_fts, ?, ?, ?, ?)"
-            " AS rel FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rel DESC LIMIT ?) f"
-            f" JOIN memories m ON m.seq = f.rowid WHERE {where} ORDER BY f.rel DESC LIMIT ?",
-            [*match, inner, *args, limit],
-        )
-        if len(rows) < limit and self.query(
-            "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ?"
-            " LIMIT ?)", (match[-1], inner + 1))[0][0] > inner:
-            rows = self.query(
-                f"SELECT {RANK_SELECT}, -bm25(memories_fts, ?, ?, ?, ?) AS rel FROM memories_fts"
-                f" JOIN memories m ON m.seq = memories_fts.rowid"
-                f" WHERE memories_fts MATCH ? AND {where} ORDER BY rel DESC LIMIT ?",
-                [*match, *args, limit],
-            )
-        return [rank_hit(r) for r in rows]
-
-    def _without_common_terms(self, terms: Sequence[str]) -> Sequence[str]:
-        """Drop terms that match a large share of a large table, while rarer terms remain.
-
-        FTS5 scores every row matching any OR-ed term; a word in 28% of 100k rows costs
-        ~15 ms of BM25 while adding little (its IDF is small next to a rare term's). Counting
-        is capped at COMMON_TERM_DOCS + 1 rows, so the check itself stays cheap, and tables
-        under COMMON_TERM_DOCS / COMMON_TERM_SHARE rows are never pruned. ADR 0006."""
-        if len(terms) < 2:
-            return terms
-        size = int(self.query("SELECT COALESCE(MAX(seq), 0) FROM memories")[0][0])
-        cap = max(COMMON_TERM_DOCS, int(COMMON_TERM_SHARE * size))
-        if size <= cap:
-            return terms
-        kept = [t for t in terms if self._capped_count(t, cap, size) <= cap]
-        return kept or terms
-
-    def _capped_count(self, term: str, cap: int, size: int) -> int:
-        """Rows matching ``term``, counted up to cap + 1. Remembered while the table stays
-        within 5% of the size it had when counted: whether a word is common changes slowly,
-        and recounting on every query cost ~1 ms at 100k rows."""
-        known = self._term_counts.get(term)
-        if known is not None and abs(size - known[1]) <= size * 0.05:
-            return known[0]
-        n = int(self.query(
-            "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ?"
-            " LIMIT ?)", (fts_query([term]), cap + 1))[0][0])
-        if len(self._term_counts) >= 20_000:
-            self._term_counts.clear()
-        self._term_counts[term] = (n, size)
-        return n
-
+    # --- keyword search (keyword.py: keyword_search) ---------------------------------------
     def rank_info(self, namespace: str, ids: Sequence[str], flt: Filter) -> dict[str, RankInfo]:
         where, args = filter_sql(namespace, flt)
         out: dict[str, RankInfo] = {}

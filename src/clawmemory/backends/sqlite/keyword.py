@@ -1,0 +1,199 @@
+"""Keyword search on SQLite: FTS5's ``bm25()``, with very common terms pruned and the rows it
+ranks bounded on large tables (ADR 0006).
+
+FTS5 has no WAND/block-max pruning: an OR query computes ``bm25()`` for every row matching any
+term before ``ORDER BY ... LIMIT`` keeps the best. Finding a term's rows without ranking them
+is cheap (FTS5 walks its doclist in rowid order), so when the query's terms match more than
+``storage.keyword_candidates`` rows, the rarest terms pick at most that many rows, newest
+first, and every term scores them; the plans are those of the PostgreSQL backend
+(``backends/postgres/search.py``). Below the cap every matching row is ranked, as before.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from clawmemory.backends.base import TextHit
+from clawmemory.backends.sqlite.sql import RANK_SELECT, filter_sql, fts_query, rank_hit
+from clawmemory.model import Filter
+
+__all__ = ["COMMON_TERM_DOCS", "COMMON_TERM_SHARE", "KeywordSearch", "candidate_plans"]
+
+# Keyword query pruning (ADR 0006): a term matching more than this many rows, and more than
+# this share of the table, is left out of the query when rarer terms remain.
+COMMON_TERM_DOCS = 5000
+COMMON_TERM_SHARE = 0.05
+TERM_CACHE_MAX = 20_000
+
+Plan = tuple[str, builtins.list[int]]  # ("|" any of / "&" all of, term indexes)
+
+
+def candidate_plans(
+    order: Sequence[int], counts: Sequence[int], size: int, cap: int
+) -> builtins.list[Plan]:
+    """Which rows to rank, as (operator, terms) tried in turn until ``limit`` memories are
+    found, from the terms ordered rarest first (the PostgreSQL backend's plans, ADR 0015).
+    First any of the rarest terms while their counts add up to ``cap``. When even the rarest
+    term is more common than that: the rows holding all of the fewest rarest terms expected
+    (as if independent) to leave at most ``cap`` rows (the rows BM25 ranks first), then the
+    rows of the rarest term. Last, any term."""
+    plans: builtins.list[Plan] = []
+    pickers: builtins.list[int] = []
+    total = 0
+    for i in order:
+        if total + counts[i] > cap:
+            break
+        pickers.append(i)
+        total += counts[i]
+    if pickers:
+        plans.append(("|", pickers))
+    elif len(order) > 1:
+        expected, k = float(max(size, 1)), 0
+        while k < len(order) and (k < 2 or expected > cap):
+            expected *= counts[order[k]] / max(size, 1)
+            k += 1
+        plans += [("&", builtins.list(order[:k])), ("|", [order[0]])]
+    whole = ("|", builtins.list(order))
+    return [p for p in plans if p != whole] + [whole]
+
+
+class KeywordSearch:
+    """``keyword_search`` of the SQLite store (a mixin: the store supplies ``query``)."""
+
+    if TYPE_CHECKING:
+        _weights: tuple[float, float, float, float]
+        _term_counts: dict[str, tuple[int, int]]
+        keyword_candidates: int
+
+        def query(self, sql: str, args: Sequence[Any] = ()) -> builtins.list[
+            tuple[Any, ...]]: ...
+
+    def keyword_search(
+        self, namespace: str, terms: Sequence[str], flt: Filter, *, limit: int
+    ) -> builtins.list[TextHit]:
+        if not terms or limit <= 0:
+            return []
+        size = int(self.query("SELECT COALESCE(MAX(seq), 0) FROM memories")[0][0])
+        terms = self._without_common_terms(terms, size)
+        where, args = filter_sql(namespace, flt)
+        whole = fts_query(terms)
+        # Rank inside FTS5 first and join only the best rows: joining every matching row
+        # before sorting doubles the cost on large tables. When the filter (namespace, kind,
+        # tags...) leaves too few of them, rank the filtered rows exactly instead.
+        inner, cap = max(limit * 4, 200), self.keyword_candidates
+        matches = self._count(whole, max(cap, inner) + 1)
+        if matches <= cap:  # every matching row is ranked: the exact BM25 order
+            plans: builtins.list[tuple[str, str]] = [(whole, "")]
+        else:
+            counts = [self._capped_count(t, self._count_cap(size), size) for t in terms]
+            order = sorted(range(len(terms)), key=lambda i: counts[i])
+            plans = [_expressions(terms, p) for p in candidate_plans(order, counts, size, cap)]
+        found: dict[str, tuple[Any, ...]] = {}
+        for chosen, rest in plans:
+            for r in self._ranked(chosen, rest, cap if matches > cap else 0, where, args,
+                                  inner, limit):
+                found.setdefault(r[0], r)
+            if len(found) >= limit:
+                break
+        if len(found) < limit and matches > min(cap, inner):
+            rows = self.query(
+                f"SELECT {RANK_SELECT}, -bm25(memories_fts, ?, ?, ?, ?) AS rel FROM memories_fts"
+                f" JOIN memories m ON m.seq = memories_fts.rowid"
+                f" WHERE memories_fts MATCH ? AND {where} ORDER BY rel DESC LIMIT ?",
+                [*self._weights, whole, *args, limit],
+            )
+            found = {r[0]: r for r in rows}
+        ranked = sorted(found.values(), key=lambda r: -float(r[8]))[:limit]
+        return [rank_hit(r) for r in ranked]
+
+    def _ranked(
+        self, chosen: str, rest: str, cap: int, where: str, args: Sequence[Any],
+        inner: int, limit: int,
+    ) -> builtins.list[tuple[Any, ...]]:
+        """The best ``limit`` memories passing the filter among the best ``inner`` rows
+        matching ``chosen`` (an FTS5 expression), each scored by every query term.
+
+        BM25 is a sum over the query's phrases, each scored in the rows holding it, so
+        ``(chosen) AND (rest)`` scores the rows holding another term exactly as the whole OR
+        query would, and ``(chosen) NOT (rest)`` the others (where ``rest`` adds nothing):
+        together every row of ``chosen``, once. With ``cap``, only the newest ``cap`` rows of
+        ``chosen`` are ranked: a rowid bound FTS5 applies while walking its doclists, so the
+        work is bounded whatever the words. Newest, because truncating must pick some rows
+        without ranking them, and among rows holding the same rare words the recent memory is
+        the likelier one wanted (recall's recency factor says so too, and an older one is
+        often superseded); it is also deterministic."""
+        floor: builtins.list[Any] = []
+        if cap:
+            rows = self.query("SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?"
+                              " ORDER BY rowid DESC LIMIT 1 OFFSET ?", (chosen, cap - 1))
+            floor = [rows[0][0]] if rows else []
+        bound = " AND rowid >= ?" if floor else ""
+        exprs = [f"({chosen}) AND ({rest})", f"({chosen}) NOT ({rest})"] if rest else [chosen]
+        # One statement per expression, merged here: as a UNION ALL under the join SQLite's
+        # planner made the same work take ~30 times as long at 1M.
+        best: builtins.list[tuple[Any, ...]] = []
+        for e in exprs:
+            best += self.query(
+                "SELECT rowid, -bm25(memories_fts, ?, ?, ?, ?) AS rel FROM memories_fts"
+                f" WHERE memories_fts MATCH ?{bound} ORDER BY rel DESC LIMIT ?",
+                [*self._weights, e, *floor, inner])
+        rel = dict(sorted(best, key=lambda r: -float(r[1]))[:inner])
+        if not rel:
+            return []
+        # NOT INDEXED: each row by its rowid; the planner preferred the namespace index (a
+        # scan of the namespace, ~300 ms at 1M).
+        rows = self.query(
+            f"SELECT {RANK_SELECT}, m.seq FROM memories m NOT INDEXED WHERE m.seq IN"
+            f" ({', '.join('?' * len(rel))}) AND {where}", [*rel, *args])
+        out = [(*r[:8], rel[r[8]]) for r in rows]
+        return sorted(out, key=lambda r: -float(r[8]))[:limit]
+
+    def _count(self, expression: str, cap: int) -> int:
+        """Rows matching an FTS5 expression, counted up to ``cap`` (no ranking: a doclist
+        walk)."""
+        return int(self.query(
+            "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ?"
+            " LIMIT ?)", (expression, cap))[0][0])
+
+    def _count_cap(self, size: int) -> int:
+        """How far a term's rows are counted: past the pruning threshold, and past
+        ``keyword_candidates`` so that the plans can add counts up to it."""
+        return max(COMMON_TERM_DOCS, int(COMMON_TERM_SHARE * size), self.keyword_candidates)
+
+    def _without_common_terms(self, terms: Sequence[str], size: int) -> Sequence[str]:
+        """Drop terms that match a large share of a large table, while rarer terms remain.
+
+        FTS5 scores every row matching any OR-ed term; a word in 28% of 100k rows costs
+        ~15 ms of BM25 while adding little (its IDF is small next to a rare term's). Counting
+        is capped, so the check itself stays cheap, and tables under COMMON_TERM_DOCS /
+        COMMON_TERM_SHARE rows are never pruned. ADR 0006."""
+        if len(terms) < 2:
+            return terms
+        common = max(COMMON_TERM_DOCS, int(COMMON_TERM_SHARE * size))
+        if size <= common:
+            return terms
+        kept = [t for t in terms if self._capped_count(t, self._count_cap(size), size) <= common]
+        return kept or terms
+
+    def _capped_count(self, term: str, cap: int, size: int) -> int:
+        """Rows matching ``term``, counted up to cap + 1. Remembered while the table stays
+        within 5% of the size it had when counted: whether a word is common changes slowly,
+        and recounting on every query cost ~1 ms at 100k rows."""
+        known = self._term_counts.get(term)
+        if known is not None and abs(size - known[1]) <= size * 0.05:
+            return known[0]
+        n = self._count(fts_query([term]), cap + 1)
+        if len(self._term_counts) >= TERM_CACHE_MAX:
+            self._term_counts.clear()
+        self._term_counts[term] = (n, size)
+        return n
+
+
+def _expressions(terms: Sequence[str], plan: Plan) -> tuple[str, str]:
+    """A plan as FTS5 expressions: the rows it picks, and the other terms (OR-ed)."""
+    op, picked = plan
+    chosen = (" AND " if op == "&" else " OR ").join(fts_query([terms[i]]) for i in picked)
+    rest = fts_query([t for i, t in enumerate(terms) if i not in picked])
+    return chosen, rest

@@ -174,6 +174,9 @@ class EmbedderSettings(Section):
     # local provider (ADR 0013): "auto" = ONNX Runtime, torch only for models without a graph
     runtime: Literal["auto", "onnx", "torch"] = "auto"
     threads: int | None = Field(default=None, ge=1)  # None = half the usable CPUs (ONNX)
+    # batches of one large embedding call run at once (ONNX; ingest, import, reindex)
+    bulk_threads: int | None = Field(default=None, ge=1)  # None = the usable CPUs
+    quantized: bool = False  # the int8 variant of the default model (its own vector space)
     cache_dir: Path | None = None  # ONNX model folders; None = ~/.cache/clawmemory/models
     allow_download: bool = False  # may fetch the ONNX model from the Hugging Face hub
     worker_batch: int = Field(default=32, ge=1)  # background embedding: records per batch

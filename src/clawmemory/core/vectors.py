@@ -101,8 +101,9 @@ class VectorService:
                 dimensions=e.dimensions,
                 batch_size=e.batch_size,
                 query_cache_size=e.query_cache_size,
-                local=LocalOptions(e.runtime, threads=e.threads, cache_dir=e.cache_dir,
-                                   allow_download=e.allow_download),
+                local=LocalOptions(e.runtime, threads=e.threads, bulk_threads=e.bulk_threads,
+                                   cache_dir=e.cache_dir, allow_download=e.allow_download,
+                                   quantized=e.quantized),
             )
         except (ImportError, ClawMemoryError) as exc:
             # Said once, by vectors(), with the reason.

@@ -12,34 +12,46 @@ from clawmemory.embed.cache import DEFAULT_QUERY_CACHE_SIZE, CachedEmbedder
 from clawmemory.embed.onnx import OnnxEmbedder, onnx_file
 from clawmemory.errors import ConfigError
 
-__all__ = ["RUNTIMES", "LocalOptions", "make_embedder"]
+__all__ = ["INT8_SUFFIX", "RUNTIMES", "LocalOptions", "make_embedder"]
 
 RUNTIMES = ("auto", "onnx", "torch")
+# The int8 model's vectors are its own space: cosine 0.992 to fp32's on average, not 1, so a
+# database embedded by one is not searched with the other's queries (ADR 0013).
+INT8_SUFFIX = ":int8"
 
 
 class LocalOptions:
     """How the local provider runs: ``runtime`` ("auto": ONNX Runtime when the model has or can
     get an ONNX graph, else torch), ``threads`` (None: half the usable CPUs for ONNX Runtime,
-    torch's own default for torch), the model cache folder and whether downloads are allowed."""
+    torch's own default for torch), ``bulk_threads`` (ONNX Runtime: batches of one large call
+    run at once; None: the usable CPUs), the model cache folder, whether downloads are allowed
+    and whether the default model runs ``quantized`` (int8; ONNX Runtime only)."""
 
     def __init__(
         self,
         runtime: str = "auto",
         *,
         threads: int | None = None,
+        bulk_threads: int | None = None,
         cache_dir: Path | str | None = None,
         allow_download: bool = False,
+        quantized: bool = False,
     ) -> None:
         runtime = (runtime or "auto").strip().lower()
         if runtime not in RUNTIMES:
             raise ConfigError(f"unknown embedder runtime {runtime!r} (expected auto, onnx or"
                               " torch)")
-        if threads is not None and threads < 1:
-            raise ConfigError(f"embedder threads must be at least 1, got {threads}")
+        for setting, value in (("threads", threads), ("bulk_threads", bulk_threads)):
+            if value is not None and value < 1:
+                raise ConfigError(f"embedder {setting} must be at least 1, got {value}")
+        if quantized and runtime == "torch":
+            raise ConfigError("embedder.quantized runs on ONNX Runtime, not runtime = \"torch\"")
         self.runtime = runtime
         self.threads = threads
+        self.bulk_threads = bulk_threads
         self.cache_dir = Path(cache_dir).expanduser() if cache_dir else None
         self.allow_download = allow_download
+        self.quantized = quantized
 
 
 def make_embedder(
@@ -105,15 +117,22 @@ def _local(model: str | None, dims: int | None, batch: int, opts: LocalOptions) 
         LocalEmbedder,
         canonical_name,
         default_threads,
+        usable_cpus,
     )
 
     name = canonical_name(model)
+    if opts.quantized and name != DEFAULT_LOCAL_MODEL:
+        raise ConfigError("embedder.quantized applies to the default model only; give an int8"
+                          " model's folder as embedder.model instead")
     if opts.runtime == "torch":
         return LocalEmbedder(name, batch_size=batch, threads=opts.threads, truncate_dim=dims)
-    threads = opts.threads or default_threads()
+    # Queries keep half the CPUs (local.default_threads says why); a bulk call is the one job
+    # of its moment (an ingest, an import, a reindex), so its batches may use every core.
+    threads, bulk = opts.threads or default_threads(), opts.bulk_threads or usable_cpus()
 
-    def onnx(source: Path | Callable[[], Path]) -> Embedder:
-        return OnnxEmbedder(name, source, batch_size=batch, threads=threads, truncate_dim=dims)
+    def onnx(source: Path | Callable[[], Path], space: str = name) -> Embedder:
+        return OnnxEmbedder(space, source, batch_size=batch, threads=threads,
+                            bulk_threads=bulk, truncate_dim=dims)
 
     if name != DEFAULT_LOCAL_MODEL:
         folder = Path(name).expanduser()
@@ -123,8 +142,10 @@ def _local(model: str | None, dims: int | None, batch: int, opts: LocalOptions) 
             raise ConfigError(f"local embedding model {name!r} is not a folder with an ONNX"
                               " graph (model.onnx); use runtime = \"torch\" for it")
         return LocalEmbedder(name, batch_size=batch, threads=opts.threads, truncate_dim=dims)
-    target = (opts.cache_dir or files.default_cache_dir()).expanduser() / (
-        files.DEFAULT_FOLDER_NAME)
+    cache = (opts.cache_dir or files.default_cache_dir()).expanduser()
+    target = cache / files.DEFAULT_FOLDER_NAME
+    if opts.quantized:
+        return onnx(_int8_source(target, cache / files.INT8_FOLDER_NAME), name + INT8_SUFFIX)
     if onnx_file(target) is not None:
         return onnx(target)
     if files.torch_available():
@@ -142,3 +163,16 @@ def _local(model: str | None, dims: int | None, batch: int, opts: LocalOptions) 
         " once with `python -m clawmemory.embed.model_files` (needs clawmemory[torch]), or"
         " allow a download (embedder.allow_download = true)"
     )
+
+
+def _int8_source(fp32: Path, int8: Path) -> Path | Callable[[], Path]:
+    """The int8 folder, or how to quantise it on first use: from the fp32 folder (exported
+    first where torch is installed), never downloaded."""
+    if onnx_file(int8) is not None:
+        return int8
+    if files.quantize_available() and (onnx_file(fp32) is not None or files.torch_available()):
+        return lambda: files.quantize_default(fp32, int8)
+    raise ConfigError(
+        f"the int8 model (embedder.quantized) is not in {int8.parent}. Create it once with"
+        " `python -m clawmemory.embed.model_files --int8` (needs onnx, and clawmemory[torch]"
+        " when the fp32 model is not there either)")

@@ -17,6 +17,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -89,8 +90,11 @@ class OnnxEmbedder:
     ``name``: the vector space's name (the same as the torch path's for the same model, so an
     existing database binds without a reindex). ``folder``: the model folder, or a callable
     that produces it on first use (the one-time export or download). ``threads``: ONNX Runtime
-    intra-op threads for this session only (the host process is left alone). ``truncate_dim``:
-    keep the first dimensions (Matryoshka models), then renormalise."""
+    intra-op threads for this session only (the host process is left alone). ``bulk_threads``:
+    how many batches of one large call (``embed`` or ``embed_in_context`` of more than
+    ``batch_size`` texts: an ingest, an import, a reindex) run at once on that session; a query
+    is one batch and stays on one thread. ``truncate_dim``: keep the first dimensions
+    (Matryoshka models), then renormalise."""
 
     def __init__(
         self,
@@ -99,18 +103,22 @@ class OnnxEmbedder:
         *,
         batch_size: int = 64,
         threads: int = 1,
+        bulk_threads: int = 1,
         truncate_dim: int | None = None,
     ) -> None:
         if batch_size < 1:
             raise ConfigError(f"embedding batch_size must be at least 1, got {batch_size}")
         if threads < 1:
             raise ConfigError(f"embedder threads must be at least 1, got {threads}")
+        if bulk_threads < 1:
+            raise ConfigError(f"embedder bulk_threads must be at least 1, got {bulk_threads}")
         if truncate_dim is not None and truncate_dim < 1:
             raise ConfigError(f"embedding dimensions must be at least 1, got {truncate_dim}")
         self.model = name
         self._folder = folder
         self.batch_size = batch_size
         self.threads = threads
+        self.bulk_threads = bulk_threads
         self.truncate_dim = truncate_dim
         self._runtime: _Runtime | None = None
         self._load_lock = threading.Lock()
@@ -132,7 +140,8 @@ class OnnxEmbedder:
             raise TypeError("embed() takes a sequence of texts; use embed_query() for one")
         rt = self._load()
         seqs = [rt.encode(t) for t in texts]
-        pooled = self._guard(lambda: rt.pool_all(seqs, [0] * len(seqs), self.batch_size))
+        pooled = self._guard(lambda: rt.pool_all(seqs, [0] * len(seqs), self.batch_size,
+                                                 self.bulk_threads))
         return self._finish(pooled, len(texts))
 
     def embed_query(self, text: str) -> F32:
@@ -147,7 +156,7 @@ class OnnxEmbedder:
             return self.embed([f"{ctx}\n{text}" if ctx else text for ctx, text in items])
         pairs = [rt.in_context(ctx, text) for ctx, text in items]
         pooled = self._guard(lambda: rt.pool_all([p[0] for p in pairs], [p[1] for p in pairs],
-                                                 self.batch_size))
+                                                 self.batch_size, self.bulk_threads))
         return self._finish(pooled, len(items))
 
     def close(self) -> None:
@@ -235,7 +244,7 @@ class _Runtime:
         if self._dimension is None:
             width = self.session.get_outputs()[0].shape[-1]  # static in BERT exports
             self._dimension = width if isinstance(width, int) else int(
-                self.pool_all([self.encode("dimension")], [0], 1).shape[1])
+                self._pool_batch([self.encode("dimension")], [0], [0]).shape[1])
         return min(self._dimension, truncate) if truncate else self._dimension
 
     def encode(self, text: str) -> list[int]:
@@ -262,33 +271,52 @@ class _Runtime:
         c = c[len(c) - room :] if 0 < room < len(c) else (c if room > 0 else [])
         return [*head, *c, *t, *tail], (len(head) + len(c) if t else 0)
 
-    def pool_all(self, seqs: Sequence[list[int]], starts: Sequence[int], batch: int) -> F32:
+    def pool_all(self, seqs: Sequence[list[int]], starts: Sequence[int], batch: int,
+                 workers: int = 1) -> F32:
         """Pooled vectors of token sequences: the mean of the token states from ``start`` on
         (mean pooling), or the first token's state (CLS pooling). Sequences of similar length
-        share a batch, so little is padded."""
+        share a batch, so little is padded. With ``workers`` > 1 and more than one batch, the
+        batches run on that many threads over this one session: ``run`` is thread-safe and
+        releases the GIL, and each call computes on its own thread when the session has one
+        intra-op thread, so two cores embed twice the batches. The batches are the same as on
+        one thread, so are the vectors."""
         np = self.np
         order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
-        out: F32 | None = None
-        for b in range(0, len(order), batch):
-            chosen = order[b : b + batch]
-            width = max(len(seqs[i]) for i in chosen)
-            ids = np.full((len(chosen), width), self.pad, dtype=np.int64)
-            mask = np.zeros((len(chosen), width), dtype=np.int64)
-            for row, i in enumerate(chosen):
-                ids[row, : len(seqs[i])] = seqs[i]
-                mask[row, : len(seqs[i])] = 1
-            feed = {"input_ids": ids, "attention_mask": mask}
-            if "token_type_ids" in self.inputs:  # the hub's exports take it too
-                feed["token_type_ids"] = np.zeros_like(ids)
-            states: F32 = self.session.run(None, feed)[0]
-            if out is None:
-                out = np.zeros((len(seqs), states.shape[-1]), dtype=np.float32)
-            for row, i in enumerate(chosen):
-                if self.folder.pooling == "cls":
-                    out[i] = states[row, 0]
-                else:
-                    out[i] = states[row, starts[i] : len(seqs[i])].mean(0, dtype=np.float64)
-        if out is None:
+        batches = [order[b : b + batch] for b in range(0, len(order), batch)]
+        if not batches:
             empty: F32 = np.zeros((0, self.dimension(None)), dtype=np.float32)
             return empty
+        # Longest first: the batches left for the end are short ones, so neither thread
+        # waits long for the other's last batch.
+        batches.reverse()
+        if workers > 1 and len(batches) > 1:
+            with ThreadPoolExecutor(min(workers, len(batches)), "clawmemory-embed") as pool:
+                pooled = list(pool.map(lambda c: self._pool_batch(seqs, starts, c), batches))
+        else:
+            pooled = [self._pool_batch(seqs, starts, c) for c in batches]
+        out: F32 = np.zeros((len(seqs), pooled[0].shape[1]), dtype=np.float32)
+        for chosen, rows in zip(batches, pooled, strict=True):
+            out[chosen] = rows
+        return out
+
+    def _pool_batch(self, seqs: Sequence[list[int]], starts: Sequence[int],
+                    chosen: Sequence[int]) -> F32:
+        """The pooled vectors of the sequences ``chosen`` (one forward pass), in that order."""
+        np = self.np
+        width = max(len(seqs[i]) for i in chosen)
+        ids = np.full((len(chosen), width), self.pad, dtype=np.int64)
+        mask = np.zeros((len(chosen), width), dtype=np.int64)
+        for row, i in enumerate(chosen):
+            ids[row, : len(seqs[i])] = seqs[i]
+            mask[row, : len(seqs[i])] = 1
+        feed = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self.inputs:  # the hub's exports take it too
+            feed["token_type_ids"] = np.zeros_like(ids)
+        states: F32 = self.session.run(None, feed)[0]
+        out: F32 = np.zeros((len(chosen), states.shape[-1]), dtype=np.float32)
+        for row, i in enumerate(chosen):
+            if self.folder.pooling == "cls":
+                out[row] = states[row, 0]
+            else:
+                out[row] = states[row, starts[i] : len(seqs[i])].mean(0, dtype=np.float64)
         return out

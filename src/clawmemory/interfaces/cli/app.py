@@ -171,7 +171,7 @@ def _global_options(
 # --- entry point ---------------------------------------------------------------------------------
 def register_extensions(target: typer.Typer) -> None:
     """Add the commands of every command module (its ``register(app)`` hook) to ``target`` at
-    once; ``main()`` needs not, its group registers a module when one of its commands runs. A
+    once (tests, docs); ``main()`` does not: its group registers a module when its command runs. A
     hook replaces commands of its names, so calling it twice is harmless."""
     for module in COMMANDS:
         _module(module).register(target)

@@ -1,6 +1,6 @@
 """Start-up and footprint benchmark (not a test): the targets of ADR 0008 in one table.
 
-    .venv/bin/python bench/startup.py                  # everything (~6 minutes on 2 cores)
+    .venv/bin/python bench/startup.py                  # everything (~15 minutes on 2 cores)
     .venv/bin/python bench/startup.py --skip-install   # without the fresh-venv install
     .venv/bin/python bench/startup.py --runs 9 --serve-stores 2000
 

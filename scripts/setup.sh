@@ -31,7 +31,9 @@ if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; the
     echo "setup: install chromium and chromium-driver (apt) for the inspector's browser test" >&2
   fi
 fi
-if [ ! -f "$model" ]; then
+# Exports the model, or moves the weights of a folder exported before out of its graph
+# (model.onnx.data: ONNX Runtime maps them; clawmemory.embed.model_files.externalize).
+if [ ! -f "$model.data" ]; then
   .venv/bin/python -m clawmemory.embed.model_files >/dev/null
 fi
 # Bytecode for the package (stale files are recompiled by mtime): where PYTHONDONTWRITEBYTECODE

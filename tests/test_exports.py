@@ -16,7 +16,9 @@ import clawmemory
 
 
 def _public_names() -> set[str]:
-    # Submodules become attributes once imported; they are reachable, not exported names.
+    # Submodules become attributes once imported; they are reachable, not exported names. The
+    # package imports each name on first use (PEP 562): the star import loads every one.
+    exec("from clawmemory import *", {})
     return {n for n, v in vars(clawmemory).items()
             if not n.startswith("_") and not inspect.ismodule(v)}
 

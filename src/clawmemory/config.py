@@ -42,6 +42,7 @@ from pydantic_settings import (
 )
 
 from clawmemory import profiles
+from clawmemory.choices import Backend
 from clawmemory.errors import ConfigError
 from clawmemory.validation import MAX_WEIGHT
 
@@ -83,14 +84,6 @@ def zone(name: str) -> tzinfo:
     except (ZoneInfoNotFoundError, ValueError) as exc:
         raise ValueError(f"unknown time zone {name!r} (use 'UTC', 'local' or an IANA name such"
                          " as 'Europe/Berlin')") from exc
-
-
-class Backend(StrEnum):
-    SQLITE = "sqlite"
-    MEMORY = "memory"
-    JSON = "json"
-    POSTGRES = "postgres"
-    NONE = "none"
 
 
 def default_home() -> Path:

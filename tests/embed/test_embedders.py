@@ -154,6 +154,8 @@ class TestLocalEmbedder:
         for name in ("tokenizer.json", "sentence_bert_config.json"):
             (folder / name).symlink_to(source / name)
         (folder / "model.onnx").symlink_to(onnx_file(source))
+        if (source / "model.onnx.data").is_file():  # ONNX Runtime looks beside the link
+            (folder / "model.onnx.data").symlink_to(source / "model.onnx.data")
         (folder / "1_Pooling" / "config.json").write_text('{"pooling_mode_cls_token": true}')
         cls_pooled = OnnxEmbedder("cls-test", folder)  # as BGE-style models pool
         got = cls_pooled.embed_in_context([("Do you like hiking?", "Yes, a lot")])

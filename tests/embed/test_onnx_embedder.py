@@ -106,8 +106,8 @@ class TestSameVectorsAsTorch:
         assert main([str(tmp_path)]) == 0
         folder = tmp_path / DEFAULT_FOLDER_NAME
         assert sorted(p.name for p in folder.iterdir()) == [
-            "1_Pooling", "clawmemory.json", "config.json", "model.onnx", "modules.json",
-            "sentence_bert_config.json", "tokenizer.json"]
+            "1_Pooling", "clawmemory.json", "config.json", "model.onnx", "model.onnx.data",
+            "modules.json", "sentence_bert_config.json", "tokenizer.json"]
         assert [p.name for p in tmp_path.iterdir()] == [DEFAULT_FOLDER_NAME]  # no leftovers
         again = make_embedder("local", query_cache_size=0, local=LocalOptions(
             cache_dir=tmp_path))
@@ -217,6 +217,26 @@ assert 'torch' not in sys.modules
     assert json.loads(done.stdout.split(" ", 2)[2].split(") ")[1]) == pytest.approx(
         [round(float(x), 6) for x in want], abs=2e-6)
 
+
+
+def test_a_folder_exported_before_gets_its_weights_beside_the_graph_once(
+        onnx: Any, tmp_path: Path) -> None:
+    """``externalize``: the same vectors from a graph whose weights ONNX Runtime maps from
+    model.onnx.data; done once, and nothing else is left in the folder."""
+    from clawmemory.embed.model_files import EXTERNAL_DATA, externalize
+    from clawmemory.embed.onnx import OnnxEmbedder
+
+    folder = tmp_path / "old-model"
+    shutil.copytree(onnx._folder, folder, ignore=shutil.ignore_patterns(EXTERNAL_DATA))
+    if (folder / "model.onnx").stat().st_size < 50_000_000:
+        pytest.skip("the cached graph keeps its weights outside already; nothing to move")
+    before = sorted(p.name for p in folder.iterdir())
+    assert externalize(folder) is True
+    assert sorted(p.name for p in folder.iterdir()) == sorted([*before, EXTERNAL_DATA])
+    assert (folder / "model.onnx").stat().st_size < 1_000_000  # the graph alone
+    assert externalize(folder) is False
+    got = OnnxEmbedder("externalized", folder).embed(TEXTS)
+    assert np.min(_cosines(got, onnx.embed(TEXTS))) > 1 - 1e-6
 
 # --- no network, no telemetry, no side effects ---------------------------------------------------
 _AUDIT = """

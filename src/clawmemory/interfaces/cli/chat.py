@@ -28,6 +28,7 @@ from clawmemory.interfaces.cli.common import (
     open_memory,
     print_json,
     say_error,
+    settings_of,
     text_arg,
 )
 from clawmemory.llm.base import LLM
@@ -58,7 +59,7 @@ def _warn(text: str) -> None:
 
 def _chat_llm(ctx: typer.Context) -> LLM:
     g = globals_of(ctx)
-    settings = g.settings()
+    settings = settings_of(g)
     llm = make_llm(settings.llm)
     if llm is None:
         fail(NO_LLM, EXIT_USAGE)

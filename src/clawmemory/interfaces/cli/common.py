@@ -4,14 +4,9 @@ options several commands take.
 
 The command modules of this package (``memories``, ``retrieval``, ``lifecycle``, ...) build on
 these names; ``app`` registers them. Nothing here imports a command module, so the imports of
-the package go one way: ``app`` -> command modules -> ``common``. Exit codes:
-
-    0   success
-    1   not found (no memory with that id or key), or a confirmation was declined
-    2   usage or input error: bad option, invalid content, unknown kind, bad --meta,
-        unreadable or malformed import file, invalid configuration, a server's 401/403
-    3   the operation failed: storage (I/O, locked, newer schema), embedder or LLM error
-    70  internal error (a bug): rerun with CLAWMEM_DEBUG=1 to see the traceback
+the package go one way: ``app`` -> command modules -> ``common`` -> ``base``. The exit codes,
+the global options and the one-line error live in ``base`` (the command line is parsed before
+anything here loads) and are re-exported.
 """
 
 from __future__ import annotations
@@ -24,10 +19,9 @@ import sys
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn, ParamSpec, cast
+from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, cast
 
 import typer
 
@@ -41,6 +35,17 @@ from clawmemory.errors import (
     ImportFormatError,
     InvalidInputError,
     NotFoundError,
+)
+from clawmemory.interfaces.cli.base import (
+    EXIT_FAILED,
+    EXIT_INTERNAL,
+    EXIT_NOT_FOUND,
+    EXIT_OK,
+    EXIT_USAGE,
+    GlobalOptions,
+    fail,
+    internal_error,
+    say_error,
 )
 from clawmemory.memory import Memory
 from clawmemory.model import KIND_ALIASES, KINDS, Hit, MemoryRecord, legible
@@ -56,15 +61,10 @@ __all__ = [
     "TagOpt", "TagsOpt", "TaskOpt", "clip", "confirmed", "emit", "fail", "fields_table",
     "globals_of", "guarded", "hits_table", "internal_error", "join_tags", "new_console",
     "open_agent", "open_local", "open_memory", "parse_meta", "plain", "print_hits",
-    "print_json", "read_source_text", "records_table", "rendered", "say_error", "show_value",
+    "print_json", "read_source_text", "records_table", "rendered", "say_error", "settings_of",
+    "show_value",
     "text_arg",
 ]
-
-EXIT_OK = 0
-EXIT_NOT_FOUND = 1
-EXIT_USAGE = 2
-EXIT_FAILED = 3
-EXIT_INTERNAL = 70  # sysexits.h EX_SOFTWARE
 
 # First match wins; anything else in the tree (storage, embedder, LLM) is EXIT_FAILED.
 _EXIT_CODES: tuple[tuple[type[ClawMemoryError], int], ...] = (
@@ -105,51 +105,17 @@ InvalidOpt = Annotated[bool, typer.Option(
     "--include-invalid", help="Also show invalidated (corrected) memories.")]
 
 
-@dataclass(frozen=True)
-class GlobalOptions:
-    """The global options (given before or after the command)."""
-
-    db: str | None = None  # a file path or a postgresql:// address
-    namespace: str | None = None
-    backend: Backend | None = None
-    json: bool = False
-    url: str | None = None  # a clawmemory server to talk to instead of a local store
-    api_key: str | None = None
-    profile: str | None = None  # a specification's defaults (profiles.py)
-    agent: str | None = None  # agent.agent_name; its own database under storage.layout per-agent
-
-    def settings(self) -> Settings:
-        """Settings from the file and environment with these options on top (None = not
-        given); the namespace only when given."""
-        return load_settings(db=self.db, namespace=self.namespace,
-                             backend=self.backend.value if self.backend else None,
-                             profile=self.profile,
-                             agent={"agent_name": self.agent} if self.agent is not None
-                             else None)
+def settings_of(g: GlobalOptions) -> Settings:
+    """Settings from the file and environment with the global options on top (None = not
+    given); the namespace only when given."""
+    return load_settings(db=g.db, namespace=g.namespace,
+                         backend=g.backend.value if g.backend else None, profile=g.profile,
+                         agent={"agent_name": g.agent} if g.agent is not None else None)
 
 
 # --- error boundary ------------------------------------------------------------------------------
 def exit_code(exc: ClawMemoryError) -> int:
     return next((code for kind, code in _EXIT_CODES if isinstance(exc, kind)), EXIT_FAILED)
-
-
-def say_error(message: str) -> None:
-    # One line, always: scripts and tests read the first line of stderr.
-    sys.stderr.write("error: " + (" ".join(message.splitlines()) or "unknown error") + "\n")
-    sys.stderr.flush()
-
-
-def fail(message: str, code: int) -> NoReturn:
-    say_error(message)
-    raise typer.Exit(code)
-
-
-def internal_error(exc: BaseException) -> str:
-    """The line for an exception nobody anticipated (a bug); the traceback only on request."""
-    if os.environ.get("CLAWMEM_DEBUG"):
-        traceback.print_exception(exc)
-    return (f"internal error: {type(exc).__name__}: {exc}"
-            " (rerun with CLAWMEM_DEBUG=1 for the traceback)")
 
 
 def guarded(fn: Callable[P, None]) -> Callable[P, None]:

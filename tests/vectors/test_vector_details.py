@@ -469,3 +469,16 @@ def test_a_bulk_write_leaves_the_index_ready_for_search() -> None:
     assert m._centre_n == 400  # below the bulk size: the centre waits for a search
     m.search(rng.standard_normal(64).astype(np.float32), 5)
     assert m._centre_n == 500 and len(before) == 5
+
+
+def test_the_matrix_grows_by_a_quarter_and_keeps_every_row() -> None:
+    """Room grows by 25% at a time (doubling held ~60% unused rows at 20k): one row at a
+    time past several growths, every row is still found, and the room stays within 25%."""
+    rng = np.random.default_rng(9)
+    m = VectorMatrix(16, binary_threshold=10**9, centre_min_rows=0)
+    vecs = rng.standard_normal((3000, 16)).astype(np.float32)
+    for i, v in enumerate(vecs):
+        m.upsert([(f"r{i}", v)])
+    assert len(m) == 3000 and m._data.shape[0] <= 3000 * 1.25 + 1
+    for i in (0, 1023, 1024, 1279, 1280, 2999):
+        assert m.search(vecs[i], 1)[0][0] == f"r{i}"

@@ -117,13 +117,16 @@ class VectorMatrix:
             self._codes()
 
     def _reserve(self, extra: int) -> None:
-        """Room for ``extra`` more rows (capacity doubles, as it grows row by row)."""
+        """Room for ``extra`` more rows. Capacity grows by a quarter at a time: doubling left a
+        20k-row namespace holding room for 32,768 rows (18 MiB unused in a server), and while
+        it grows the old and new arrays coexist (2.25x the rows instead of 3x). The copies
+        add up to ~5x the final size instead of ~2x: ~0.1 s over a 100k-row ingest."""
         need = self._size + extra
         if need <= self._data.shape[0]:
             return
         capacity = max(1024, self._data.shape[0])
         while capacity < need:
-            capacity *= 2
+            capacity = capacity + capacity // 4
         grown = np.zeros((capacity, self.dimension), dtype=np.float32)
         grown[: self._size] = self._data[: self._size]
         self._data = grown

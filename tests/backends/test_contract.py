@@ -15,7 +15,7 @@ import apsw
 import pytest
 
 from clawmemory import Filter, ImportFormatError, InvalidInputError, Memory, MemoryRecord, Settings
-from clawmemory.backends.base import ORDERS, Store
+from clawmemory.backends.base import ORDERS, SUBSTRING_SCAN_ROWS, Store
 from clawmemory.backends.jsonfile.store import JSONFileStore
 from clawmemory.errors import NotFoundError, StorageError
 from conftest import (
@@ -557,6 +557,23 @@ def test_like_fallback_for_a_substring(mem: Memory) -> None:
     assert [h.memory.id for h in hits] == [p]
     assert hits[0].explain.via == "like-fallback"
     assert "thon" in hits[0].explain.matched_terms
+
+
+def test_like_fallback_reads_only_the_newest_memories(mem: Memory, embedding: str,
+                                                      clock: Clock) -> None:
+    """The substring scan is bounded (SUBSTRING_SCAN_ROWS newest memories): a word no memory
+    holds must not read a whole namespace. Keyword-only: vectors change nothing here."""
+    if embedding != "keyword":
+        pytest.skip("the bound is the same with vectors; 2,000 embeddings per backend is slow")
+    old = mem.store("note zqxjalpha")
+    clock.advance(60)
+    mem.store_many({"content": f"filler number {i}"} for i in range(SUBSTRING_SCAN_ROWS - 1))
+    clock.advance(60)
+    new = mem.store("note zqxjbeta")
+    hits = mem.recall("zqxj", mode="keyword")
+    assert [h.memory.id for h in hits] == [new]  # the oldest is past the newest 2,000
+    assert hits[0].explain.via == "like-fallback"
+    assert [h.memory.id for h in mem.recall("zqxjalpha", mode="keyword")] == [old]  # FTS
 
 
 def test_like_fallback_folds_non_ascii_case(mem: Memory) -> None:

@@ -23,6 +23,7 @@ from clawmemory.vectors.base import VectorQueue, VectorStore
 __all__ = [
     "ORDERS",
     "OUTCOMES",
+    "SUBSTRING_SCAN_ROWS",
     "ArchiveEntry",
     "Backend",
     "HistoryStore",
@@ -48,6 +49,11 @@ Version = tuple[MemoryRecord, bool]  # a record and whether it is archived
 
 # list() orderings every backend supports.
 ORDERS = ("newest", "oldest", "score", "accessed")
+
+# The substring fallback (000: ``LIKE`` when full-text search finds nothing) reads at most this
+# many of the namespace's newest memories. Unbounded, a question whose words no memory holds
+# scanned every row: 38 ms at 20k on SQLite (the peers harness's first query), seconds at 1M.
+SUBSTRING_SCAN_ROWS = 2_000
 
 # When the remembered thing happened (``Filter.since``/``until``). Both SQL backends index this
 # exact expression per namespace (SQLite migration 013, PostgreSQL migration 003), and SQLite
@@ -217,7 +223,8 @@ class Store(Protocol):  # pragma: no mutate block (a protocol: stubs, no behavio
     def like_search(
         self, namespace: str, tokens: Sequence[str], flt: Filter, *, limit: int
     ) -> builtins.list[TextHit]:
-        """Substring fallback (000): memories containing any token; relevance = tokens found."""
+        """Substring fallback (000): memories containing any token; relevance = tokens found.
+        Only the ``SUBSTRING_SCAN_ROWS`` newest memories passing the filter are read."""
         ...
 
     # --- graph ---------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from clawmemory.backends.base import (
+    SUBSTRING_SCAN_ROWS,
     ArchiveEntry,
     Link,
     RankInfo,
@@ -317,7 +318,10 @@ class MemoryStore:
         with self._lock:
             low = [t.lower() for t in tokens if t][:16]
             hits = []
-            for r in self._select(namespace, flt):
+            seq = self._ns[namespace].seq if namespace in self._ns else {}
+            newest = sorted(self._select(namespace, flt),
+                            key=lambda r: (-r.created_at, -seq.get(r.id, 0)))
+            for r in newest[:SUBSTRING_SCAN_ROWS]:
                 text, key = r.content.lower(), (r.key or "").lower()
                 found = sum(1 for t in low if t in text or t in key)
                 if found:

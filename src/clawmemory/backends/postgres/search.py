@@ -23,7 +23,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from clawmemory.backends.base import RankInfo, TextHit
+from clawmemory.backends.base import SUBSTRING_SCAN_ROWS, RankInfo, TextHit
 from clawmemory.backends.postgres.sql import (
     RANK_SELECT,
     PostgresOptions,
@@ -222,9 +222,10 @@ class SearchMixin:
         for t in tokens:
             tok_args.extend([t.lower(), t.lower()])
         rows = self.query(
-            f"SELECT * FROM (SELECT {RANK_SELECT}, ({hits_expr}) AS rel FROM memories m"
-            f" WHERE {where}) s WHERE rel > 0 ORDER BY rel DESC, created_at DESC LIMIT %s",
-            [*tok_args, *args, limit])
+            f"SELECT * FROM (SELECT {RANK_SELECT}, ({hits_expr}) AS rel FROM (SELECT * FROM"
+            f" memories m WHERE {where} ORDER BY m.created_at DESC LIMIT %s) m) s WHERE rel > 0"
+            " ORDER BY rel DESC, created_at DESC LIMIT %s",
+            [*tok_args, *args, SUBSTRING_SCAN_ROWS, limit])
         return [rank_hit(r) for r in rows]
 
     def archive_search(

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 from clawmemory import private
 from clawmemory.backends.base import (
+    SUBSTRING_SCAN_ROWS,
     ArchiveEntry,
     Link,
     RankInfo,
@@ -490,10 +491,12 @@ class SQLiteStore(KeywordSearch):
         tok_args: builtins.list[Any] = []
         for t in tokens:
             tok_args.extend([t.lower(), t.lower()])
+        # The newest rows first, walking the (namespace, created_at) index backwards.
         rows = self.query(
-            f"SELECT * FROM (SELECT {RANK_SELECT}, ({hits_expr}) AS rel FROM memories m"
-            f" WHERE {where}) WHERE rel > 0 ORDER BY rel DESC, created_at DESC LIMIT ?",
-            [*tok_args, *args, limit],
+            f"SELECT * FROM (SELECT {RANK_SELECT}, ({hits_expr}) AS rel FROM (SELECT * FROM"
+            f" memories m WHERE {where} ORDER BY m.created_at DESC LIMIT ?) m) WHERE rel > 0"
+            " ORDER BY rel DESC, created_at DESC LIMIT ?",
+            [*tok_args, *args, SUBSTRING_SCAN_ROWS, limit],
         )
         return [rank_hit(r) for r in rows]
 

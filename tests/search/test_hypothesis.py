@@ -259,3 +259,36 @@ def test_round_trip_strategy_is_not_vacuous() -> None:
 
     collect()
     assert seen_kinds == set(KINDS) and seen_keys == {True, False}
+
+
+_WORDS = ["café", "running", "runs", "ran", "naïve", "happy", "happiness", "dying", "die",
+          "skies", "sky", "Zoë", "über", "straße", "hoping", "hope", "generously", "généreux",
+          "ö", "x", "3.12", "re-run", "naïvely", "ÉCOLE", "ecole", "“quoted”", "it’s"]
+
+
+@given(st.lists(st.lists(st.sampled_from(_WORDS), min_size=1, max_size=12), min_size=1,
+                max_size=6),
+       st.lists(st.sampled_from(_WORDS), min_size=1, max_size=4))
+@settings(max_examples=300, deadline=None)
+def test_matched_terms_equal_stemming_every_word(texts: list[list[str]],
+                                                 query: list[str]) -> None:
+    """matched_terms stems only the words that start like a query stem (and, for ASCII text,
+    only the ones its prefix pattern finds): what it finds must be what stemming every word
+    of the text finds, for accented, folded and non-ASCII text alike."""
+    from clawmemory.model import MemoryRecord
+    from clawmemory.search.fusion import matched_terms
+    from clawmemory.text import tokenize
+
+    recs = [MemoryRecord(id=f"r{i}", namespace="n", content=" ".join(t) + " ü")
+            for i, t in enumerate(texts)]  # non-ASCII: the path that tokenised every word
+    got = matched_terms(recs, query)
+    first: dict[str, str] = {}  # words of one stem are reported as the first of them
+    for t in query:
+        if len(toks := tokenize(t)) == 1:
+            first.setdefault(toks[0], t)
+    for r in recs:
+        held = tokenize(r.content)
+        want = {t for t in query if len(toks := tokenize(t)) > 1
+                and f" {' '.join(toks)} " in f" {' '.join(held)} "}
+        want.update(first[s] for s in set(held) if s in first)
+        assert got[r.id] == want, (r.content, query)

@@ -34,7 +34,7 @@ from functools import lru_cache
 from clawmemory.backends.base import RankInfo
 from clawmemory.config import RecallSettings
 from clawmemory.model import MemoryRecord
-from clawmemory.text import phrase_count, stem, tokenize
+from clawmemory.text import phrase_count, stem, tokenize, words
 
 __all__ = ["Fused", "calibrated", "matched_terms", "rrf", "weighted"]
 
@@ -150,15 +150,18 @@ def matched_terms(
     if not stems and not phrases:
         return {r.id: frozenset() for r in records}
     pattern = _prefix_pattern(tuple(sorted(stems))) if stems else None
+    initials = {s[0] for s in stems}
     out = {}
     for r in records:
         text = f"{r.key or ''} {r.content} {' '.join(r.tags)} {r.source or ''}"
-        tokens = tokenize(text) if phrases or pattern is None or not text.isascii() else None
-        if tokens is None and pattern is not None:  # only words that start like a query word
-            words = {stem(w) for w in pattern.findall(text.lower())}
-        else:  # diacritics folded exactly as the index folds them
-            words = set(tokens or ())
-        found = {stems[s] for s in words if s in stems}
+        tokens = tokenize(text) if phrases else None  # a phrase needs every token, in order
+        if tokens is not None:
+            held = set(tokens)
+        elif pattern is not None and text.isascii():  # only words that start like a query word
+            held = {stem(w) for w in pattern.findall(text.lower())}
+        else:  # diacritics folded exactly as the index folds them; a stem keeps its initial
+            held = {stem(w) for w in words(text) if w[0] in initials}
+        found = {stems[s] for s in held if s in stems}
         found.update(t for t, toks in phrases if tokens and phrase_count(tokens, toks))
         out[r.id] = frozenset(found)
     return out

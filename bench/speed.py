@@ -58,7 +58,7 @@ from rich.table import Table
 from clawmemory import Memory, Settings
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "bench" / "locomo" / "locomo10.json"
-console = Console(width=140)
+console = Console(width=240)  # the size table has 20 columns: narrower cuts its cells
 
 
 def real_sentences(path: Path) -> list[str]:

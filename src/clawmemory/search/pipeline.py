@@ -48,7 +48,8 @@ from clawmemory.search.temporal import (
     time_factor,
     zone,
 )
-from clawmemory.text import phrase_count, tokenize
+from clawmemory.text import phrase_count, stem, tokenize
+from clawmemory.text import words as text_words
 from clawmemory.vectors.base import VectorStore
 
 if TYPE_CHECKING:  # numpy loads on first vector use, not at import
@@ -463,6 +464,9 @@ class Retriever:
             return hits
         fallback = any(c.via == "like-fallback" for c in lists)
         entity_names = next((c.detail for c in lists if c.name == "entity"), {})
+        term_tokens = [(t, tt) for t in terms if (tt := tokenize(t))]
+        phrases = any(len(tt) > 1 for _, tt in term_tokens)
+        initials = {tt[0][0] for _, tt in term_tokens}
         out = []
         for h in hits:
             r = h.memory
@@ -470,10 +474,14 @@ class Retriever:
                 text = f"{r.content} {r.key or ''}".lower()
                 words = [t for t in terms if t in text]
             else:
-                tokens = tokenize(f"{r.key or ''} {r.content} {' '.join(r.tags)} {r.source or ''}")
-                stems = set(tokens)
-                words = [t for t in terms if (tt := tokenize(t)) and (
-                    phrase_count(tokens, tt) if len(tt) > 1 else tt[0] in stems)]
+                text = f"{r.key or ''} {r.content} {' '.join(r.tags)} {r.source or ''}"
+                # A phrase needs every token in order; a word only the words sharing its stem's
+                # initial (a stem keeps its word's first letter: text.words).
+                tokens = tokenize(text) if phrases else []
+                stems = set(tokens) if phrases else {
+                    stem(w) for w in text_words(text) if w[0] in initials}
+                words = [t for t, tt in term_tokens
+                         if (phrase_count(tokens, tt) if len(tt) > 1 else tt[0] in stems)]
             if r.id in entity_names and "entity" in h.explain.lists:
                 words.append(f"entity:{entity_names[r.id]}")
             at = event_or_created(r)

@@ -702,7 +702,7 @@ def test_keyword_candidates_bound_the_rows_ranked_and_keep_the_best_first(
 
 
 def test_candidate_plans_read_rare_words_first_then_all_common_words_together() -> None:
-    from clawmemory.backends.postgres.search import _candidate_plans
+    from clawmemory.backends.base import candidate_plans as _candidate_plans
 
     # rare terms (counts 3 and 40 of 10,000 rows) pick the rows, all terms score them
     assert _candidate_plans([0, 1, 2], [3, 40, 5000], 10_000, 100) == [

@@ -28,6 +28,7 @@ __all__ = [
     "Backend",
     "HistoryStore",
     "Link",
+    "Plan",
     "RankInfo",
     "RunRecord",
     "SQLRows",
@@ -36,6 +37,7 @@ __all__ = [
     "StoreStats",
     "TextHit",
     "Version",
+    "candidate_plans",
     "connected_versions",
     "decode_tool_calls",
     "encode_tool_calls",
@@ -512,3 +514,35 @@ def keyword_weights(settings: Settings) -> tuple[float, float, float, float]:
     """The keyword index's field weights (key, content, tags, source) from settings."""
     r = settings.recall
     return (r.weight_key, r.weight_content, r.weight_tags, r.weight_source)
+
+
+Plan = tuple[str, builtins.list[int]]  # ("|" any of / "&" all of, term indexes)
+
+
+def candidate_plans(
+    order: Sequence[int], counts: Sequence[int], size: int, cap: int
+) -> builtins.list[Plan]:
+    """Which rows to rank, as (operator, terms) tried in turn until ``limit`` memories are
+    found, from the terms ordered rarest first (both SQL backends; ADR 0015, ADR 0006).
+    First any of the rarest terms while their counts add up to ``cap``. When even the rarest
+    term is more common than that: the rows holding all of the fewest rarest terms expected
+    (as if independent) to leave at most ``cap`` rows (the rows BM25 ranks first), then the
+    rows of the rarest term. Last, any term."""
+    plans: builtins.list[Plan] = []
+    pickers: builtins.list[int] = []
+    total = 0
+    for i in order:
+        if total + counts[i] > cap:
+            break
+        pickers.append(i)
+        total += counts[i]
+    if pickers:
+        plans.append(("|", pickers))
+    elif len(order) > 1:
+        expected, k = float(max(size, 1)), 0
+        while k < len(order) and (k < 2 or expected > cap):
+            expected *= counts[order[k]] / max(size, 1)
+            k += 1
+        plans += [("&", builtins.list(order[:k])), ("|", [order[0]])]
+    whole = ("|", builtins.list(order))
+    return [p for p in plans if p != whole] + [whole]

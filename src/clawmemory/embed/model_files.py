@@ -99,6 +99,22 @@ def torch_available() -> bool:
                for m in ("torch", "transformers", "onnx", _PACKAGE))
 
 
+def _work_folder(source: Path, target: Path) -> Path:
+    """A temporary folder beside ``target`` holding ``source``'s tokenizer and config files:
+    a model folder is built there and renamed into place whole."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        for name in _COPIED:
+            if (source / name).is_file():
+                (work / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(source / name, work / name)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return work
+
+
 def export_default(target: Path) -> Path:
     """Export the packaged weights to ``target`` (an ONNX model folder) once, and return it.
 
@@ -110,13 +126,8 @@ def export_default(target: Path) -> Path:
         raise ConfigError("exporting the embedding model to ONNX needs torch:"
                           " pip install 'clawmemory[torch]' (torch==2.13.0 CPU)")
     source = packaged_model_dir()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    work = _work_folder(source, target)
     try:
-        for name in _COPIED:
-            if (source / name).is_file():
-                (work / name).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(source / name, work / name)
         _export_graph(source, work / "model.onnx")
         _check_export(source, work)
         externalize(work)
@@ -197,13 +208,8 @@ def quantize_default(source: Path, target: Path) -> Path:
         export_default(source)
     graph = onnx_file(source)
     assert graph is not None  # export_default made it or raised
-    target.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    work = _work_folder(source, target)
     try:
-        for name in _COPIED:
-            if (source / name).is_file():
-                (work / name).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(source / name, work / name)
         _quantize(graph, work / "model.onnx")
         _check_quantized(source, work)
         (work / "clawmemory.json").write_text(json.dumps(

@@ -23,7 +23,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from clawmemory.backends.base import SUBSTRING_SCAN_ROWS, RankInfo, TextHit
+from clawmemory.backends.base import SUBSTRING_SCAN_ROWS, RankInfo, TextHit, candidate_plans
 from clawmemory.backends.postgres.sql import (
     RANK_SELECT,
     PostgresOptions,
@@ -39,35 +39,6 @@ TERM_CACHE_ROWS = 5000  # below this table size counts are exact on every query
 TERM_CACHE_MAX = 20_000
 COUNT_CAP = 1000  # rows read at most to count one term
 SIZE_TTL_S = 5.0
-
-
-def _candidate_plans(
-    order: Sequence[int], counts: Sequence[int], size: int, cap: int
-) -> builtins.list[tuple[str, builtins.list[int]]]:
-    """Which rows to rank, as (operator, terms) tried in turn until ``limit`` memories are
-    found, from the terms ordered rarest first. First any of the rarest terms while their
-    counts add up to ``cap``. When even the rarest term is more common than that: the rows
-    holding all of the fewest rarest terms expected (as if independent) to leave at most
-    ``cap`` rows (the rows BM25 ranks first), then the rows of the rarest term. Last, any
-    term."""
-    plans: builtins.list[tuple[str, builtins.list[int]]] = []
-    pickers: builtins.list[int] = []
-    total = 0
-    for i in order:
-        if total + counts[i] > cap:
-            break
-        pickers.append(i)
-        total += counts[i]
-    if pickers:
-        plans.append(("|", pickers))
-    elif len(order) > 1:
-        expected, k = float(size), 0
-        while k < len(order) and (k < 2 or expected > cap):
-            expected *= counts[order[k]] / size
-            k += 1
-        plans += [("&", builtins.list(order[:k])), ("|", [order[0]])]
-    whole = ("|", builtins.list(order))
-    return [p for p in plans if p != whole] + [whole]
 
 
 class SearchMixin:
@@ -169,7 +140,7 @@ class SearchMixin:
         idf = [math.log(1 + (size - n + 0.5) / (n + 0.5)) for n in counts]
         order = sorted(range(len(folded)), key=lambda i: counts[i])
         found: dict[str, tuple[Any, ...]] = {}
-        for plan in _candidate_plans(order, counts, size, cap):
+        for plan in candidate_plans(order, counts, size, cap):
             for r in self._ranked(namespace, folded, idf, plan, flt, limit, cap):
                 found.setdefault(r[0], r)
             if len(found) >= limit:

@@ -15,49 +15,17 @@ import builtins
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from clawmemory.backends.base import TextHit
+from clawmemory.backends.base import Plan, TextHit, candidate_plans
 from clawmemory.backends.sqlite.sql import RANK_SELECT, filter_sql, fts_query, rank_hit
 from clawmemory.model import Filter
 
-__all__ = ["COMMON_TERM_DOCS", "COMMON_TERM_SHARE", "KeywordSearch", "candidate_plans"]
+__all__ = ["COMMON_TERM_DOCS", "COMMON_TERM_SHARE", "KeywordSearch"]
 
 # Keyword query pruning (ADR 0006): a term matching more than this many rows, and more than
 # this share of the table, is left out of the query when rarer terms remain.
 COMMON_TERM_DOCS = 5000
 COMMON_TERM_SHARE = 0.05
 TERM_CACHE_MAX = 20_000
-
-Plan = tuple[str, builtins.list[int]]  # ("|" any of / "&" all of, term indexes)
-
-
-def candidate_plans(
-    order: Sequence[int], counts: Sequence[int], size: int, cap: int
-) -> builtins.list[Plan]:
-    """Which rows to rank, as (operator, terms) tried in turn until ``limit`` memories are
-    found, from the terms ordered rarest first (the PostgreSQL backend's plans, ADR 0015).
-    First any of the rarest terms while their counts add up to ``cap``. When even the rarest
-    term is more common than that: the rows holding all of the fewest rarest terms expected
-    (as if independent) to leave at most ``cap`` rows (the rows BM25 ranks first), then the
-    rows of the rarest term. Last, any term."""
-    plans: builtins.list[Plan] = []
-    pickers: builtins.list[int] = []
-    total = 0
-    for i in order:
-        if total + counts[i] > cap:
-            break
-        pickers.append(i)
-        total += counts[i]
-    if pickers:
-        plans.append(("|", pickers))
-    elif len(order) > 1:
-        expected, k = float(max(size, 1)), 0
-        while k < len(order) and (k < 2 or expected > cap):
-            expected *= counts[order[k]] / max(size, 1)
-            k += 1
-        plans += [("&", builtins.list(order[:k])), ("|", [order[0]])]
-    whole = ("|", builtins.list(order))
-    return [p for p in plans if p != whole] + [whole]
-
 
 class KeywordSearch:
     """``keyword_search`` of the SQLite store (a mixin: the store supplies ``query``)."""

@@ -5,15 +5,15 @@ FTS5 has no WAND/block-max pruning: an OR query computes ``bm25()`` for every ro
 term before ``ORDER BY ... LIMIT`` keeps the best. Finding a term's rows without ranking them
 is cheap (FTS5 walks its doclist in rowid order), so when the query's terms match more than
 ``storage.keyword_candidates`` rows, the rarest terms pick at most that many rows, newest
-first, and every term scores them; the plans are those of the PostgreSQL backend
-(``backends/postgres/search.py``). Below the cap every matching row is ranked, as before.
+first, and every term scores them (``backends.base.candidate_plans``, the PostgreSQL
+backend's plans too). Below the cap every matching row is ranked, as before.
 """
 
 from __future__ import annotations
 
 import builtins
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from clawmemory.backends.base import Plan, TextHit, candidate_plans
 from clawmemory.backends.sqlite.sql import RANK_SELECT, filter_sql, fts_query, rank_hit
@@ -27,16 +27,20 @@ COMMON_TERM_DOCS = 5000
 COMMON_TERM_SHARE = 0.05
 TERM_CACHE_MAX = 20_000
 
+Query = Callable[..., builtins.list[tuple[Any, ...]]]  # (sql, args=()) -> rows
+
+
 class KeywordSearch:
-    """``keyword_search`` of the SQLite store (a mixin: the store supplies ``query``)."""
+    """The SQLite store's keyword search, over the store's ``query`` (its one connection and
+    lock). ``weights``: BM25's field weights; ``keyword_candidates``: at most this many rows
+    ranked once more match. Remembers the terms' capped counts."""
 
-    if TYPE_CHECKING:
-        _weights: tuple[float, float, float, float]
-        _term_counts: dict[str, tuple[int, int]]
-        keyword_candidates: int
-
-        def query(self, sql: str, args: Sequence[Any] = ()) -> builtins.list[
-            tuple[Any, ...]]: ...
+    def __init__(self, query: Query, weights: tuple[float, float, float, float],
+                 keyword_candidates: int) -> None:
+        self.query = query
+        self._weights = weights
+        self.keyword_candidates = keyword_candidates
+        self._term_counts: dict[str, tuple[int, int]] = {}  # term -> (capped count, size)
 
     def keyword_search(
         self, namespace: str, terms: Sequence[str], flt: Filter, *, limit: int
@@ -128,7 +132,7 @@ class KeywordSearch:
         rows per recall (~0.4 ms at 20k memories) to learn what the bound already says."""
         if size <= self.keyword_candidates:
             return size, False
-        if size > max(COMMON_TERM_DOCS, int(COMMON_TERM_SHARE * size)):  # counted already
+        if size > max(COMMON_TERM_DOCS, int(COMMON_TERM_SHARE * size)):  # counts remembered
             bound = sum(self._capped_count(t, self._count_cap(size), size) for t in terms)
             if bound <= self.keyword_candidates:
                 return bound, False

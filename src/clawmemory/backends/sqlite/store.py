@@ -84,7 +84,7 @@ def _vec_extension() -> str:
     return str(sqlite_vec.loadable_path())
 
 
-class SQLiteStore(KeywordSearch):
+class SQLiteStore:
     """The embedded default backend. Safe to share between threads; many processes may open the
     same file at once."""
 
@@ -110,11 +110,10 @@ class SQLiteStore(KeywordSearch):
         self._busy = (apsw.BusyError, apsw.LockedError)
         self._error = apsw.Error
         self._weights = weights
-        self.keyword_candidates = keyword_candidates
         self._lock = threading.RLock()
         self._depth = 0  # nesting of write() in the thread holding the lock
         self._scrub = False  # a write transaction removed text: checkpoint after it commits
-        self._term_counts: dict[str, tuple[int, int]] = {}  # term -> (capped count, table size)
+        self._keywords = KeywordSearch(self.query, weights, keyword_candidates)
         self.vec_available = False
         in_memory = str(path) == ":memory:"
         if not in_memory:
@@ -463,7 +462,12 @@ class SQLiteStore(KeywordSearch):
                 (now, namespace, *ids),
             )
 
-    # --- keyword search (keyword.py: keyword_search) ---------------------------------------
+    # --- keyword search (keyword.py) -----------------------------------------------------------
+    def keyword_search(
+        self, namespace: str, terms: Sequence[str], flt: Filter, *, limit: int
+    ) -> builtins.list[TextHit]:
+        return self._keywords.keyword_search(namespace, terms, flt, limit=limit)
+
     def rank_info(self, namespace: str, ids: Sequence[str], flt: Filter) -> dict[str, RankInfo]:
         where, args = filter_sql(namespace, flt)
         out: dict[str, RankInfo] = {}

@@ -16,7 +16,7 @@ import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
 
-__all__ = ["phrase_count", "stem", "tokenize", "words"]
+__all__ = ["phrase_count", "stem", "stems_starting", "tokenize", "words"]
 
 _WORD = re.compile(r"\w+")
 _DIACRITICS = re.compile("[\u0300-\u036f]")  # the Combining Diacritical Marks block
@@ -64,6 +64,12 @@ def words(text: str) -> list[str]:
     checked on 220k words), so a caller looking for given stems need only stem the words that
     start like one of them."""
     return _WORD.findall(_fold(text.lower()).replace("_", " "))
+
+
+def stems_starting(text: str, initials: set[str] | frozenset[str]) -> set[str]:
+    """The stems of ``text``'s words whose first letter is in ``initials``: every stem of
+    ``tokenize(text)`` that starts with one of them, without stemming the other words."""
+    return {stem(w) for w in words(text) if w[0] in initials}
 
 
 def phrase_count(tokens: Sequence[str], phrase: Sequence[str]) -> int:

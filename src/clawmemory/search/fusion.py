@@ -34,7 +34,7 @@ from functools import lru_cache
 from clawmemory.backends.base import RankInfo
 from clawmemory.config import RecallSettings
 from clawmemory.model import MemoryRecord
-from clawmemory.text import phrase_count, stem, tokenize, words
+from clawmemory.text import phrase_count, stem, stems_starting, tokenize
 
 __all__ = ["Fused", "calibrated", "matched_terms", "rrf", "weighted"]
 
@@ -160,7 +160,7 @@ def matched_terms(
         elif pattern is not None and text.isascii():  # only words that start like a query word
             held = {stem(w) for w in pattern.findall(text.lower())}
         else:  # diacritics folded exactly as the index folds them; a stem keeps its initial
-            held = {stem(w) for w in words(text) if w[0] in initials}
+            held = stems_starting(text, initials)
         found = {stems[s] for s in held if s in stems}
         found.update(t for t, toks in phrases if tokens and phrase_count(tokens, toks))
         out[r.id] = frozenset(found)

@@ -48,8 +48,7 @@ from clawmemory.search.temporal import (
     time_factor,
     zone,
 )
-from clawmemory.text import phrase_count, stem, tokenize
-from clawmemory.text import words as text_words
+from clawmemory.text import phrase_count, stems_starting, tokenize
 from clawmemory.vectors.base import VectorStore
 
 if TYPE_CHECKING:  # numpy loads on first vector use, not at import
@@ -478,8 +477,7 @@ class Retriever:
                 # A phrase needs every token in order; a word only the words sharing its stem's
                 # initial (a stem keeps its word's first letter: text.words).
                 tokens = tokenize(text) if phrases else []
-                stems = set(tokens) if phrases else {
-                    stem(w) for w in text_words(text) if w[0] in initials}
+                stems = set(tokens) if phrases else stems_starting(text, initials)
                 words = [t for t, tt in term_tokens
                          if (phrase_count(tokens, tt) if len(tt) > 1 else tt[0] in stems)]
             if r.id in entity_names and "entity" in h.explain.lists:

@@ -435,6 +435,9 @@ def test_the_watcher_thread_picks_up_an_edit_and_stops(open_mem: Callable[[], Me
     watcher = NotesWatcher(mem, interval=0.2)
     with watcher.running():
         _wait_for(lambda: watcher.syncs >= 2, 10)  # the first, full pass over both folders
+        # The note may be in the middle of a rewrite by that pass (seen once under load).
+        _wait_for(lambda: any(f"id: {rid}\n" in p.read_text()
+                              for p in folder(where).rglob("*.md")), 5)
         edit(note_of(where, rid), "floor 2", "floor 3")
         (folder(where, "team") / "new.md").write_text("Team lunch is on Fridays\n")
         _wait_for(lambda: mem.get("coffee").content.endswith("floor 3"), 2.0)

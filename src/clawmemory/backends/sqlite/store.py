@@ -36,6 +36,7 @@ from clawmemory.backends.base import (
 )
 from clawmemory.backends.sqlite import schema
 from clawmemory.backends.sqlite.keyword import KeywordSearch
+from clawmemory.backends.sqlite.readers import ReaderPool
 from clawmemory.backends.sqlite.sql import (
     INSERT,
     ORDER_SQL,
@@ -112,6 +113,8 @@ class SQLiteStore:
         self._weights = weights
         self._lock = threading.RLock()
         self._depth = 0  # nesting of write() in the thread holding the lock
+        self._writer: int | None = None  # the thread inside write(): it reads its own writes
+        self._readers: ReaderPool | None = None
         self._scrub = False  # a write transaction removed text: checkpoint after it commits
         self._keywords = KeywordSearch(self.query, weights, keyword_candidates)
         self.vec_available = False
@@ -137,6 +140,8 @@ class SQLiteStore:
         except BaseException:
             self.conn.close()
             raise
+        if not in_memory and not self.read_only:  # WAL: readers run beside the writer
+            self._readers = ReaderPool(lambda: self._reader(apsw, busy_timeout_ms))
 
     # --- connection set-up ---------------------------------------------------------------------
     def _configure(self) -> None:
@@ -162,10 +167,26 @@ class SQLiteStore:
         except Exception:
             self.vec_available = False
 
+    def _reader(self, apsw: Any, busy_timeout_ms: int) -> Any:
+        """A read connection (readers.py): the functions and extension reads may use."""
+        c = apsw.Connection(str(self.path), flags=apsw.SQLITE_OPEN_READWRITE)
+        c.setbusytimeout(busy_timeout_ms)
+        c.execute("PRAGMA query_only=ON")
+        c.execute("PRAGMA temp_store=MEMORY")
+        c.create_scalar_function("clawmem_lower", lower_text, 1, deterministic=True)
+        c.create_scalar_function("clawmem_meta_eq", meta_eq_json, 2, deterministic=True)
+        if self.vec_available:
+            c.enable_load_extension(True)
+            c.load_extension(_vec_extension())
+            c.enable_load_extension(False)
+        return c
+
     def schema_version(self) -> int:
         return int(self.query("SELECT MAX(version) FROM schema_version")[0][0])
 
     def close(self) -> None:
+        if self._readers is not None:
+            self._readers.close()
         with self._lock:
             self.conn.close()
 
@@ -200,6 +221,7 @@ class SQLiteStore:
                 return
             self._retry(lambda: self.conn.execute("BEGIN IMMEDIATE"))
             self._depth = 1
+            self._writer = threading.get_ident()
             try:
                 yield
             except self._busy:
@@ -217,6 +239,7 @@ class SQLiteStore:
                     self._checkpoint()
             finally:
                 self._depth = 0
+                self._writer = None
                 self._scrub = False
 
     def _checkpoint(self) -> None:
@@ -241,8 +264,19 @@ class SQLiteStore:
             self.conn.execute("ROLLBACK")
 
     def query(self, sql: str, args: Sequence[Any] = ()) -> builtins.list[tuple[Any, ...]]:
-        with self._lock:
-            return self._retry(lambda: list(self.conn.execute(sql, args)))
+        """Rows of a read. Outside a write transaction of this thread it runs on a reader
+        (readers.py), beside other threads' reads and writes; inside one, on the write
+        connection, which sees the transaction's own writes."""
+        readers, reader = self._readers, None
+        if readers is not None and self._writer != threading.get_ident():
+            reader = readers.take()
+        if readers is None or reader is None:
+            with self._lock:
+                return self._retry(lambda: list(self.conn.execute(sql, args)))
+        try:
+            return self._retry(lambda: list(reader.execute(sql, args)))
+        finally:
+            readers.give(reader)
 
     def _records(self, sql: str, args: Sequence[Any] = ()) -> builtins.list[MemoryRecord]:
         return [row_to_record(r) for r in self.query(sql, args)]

@@ -447,7 +447,9 @@ class Memory:
         ``as_of`` returns what was valid then (a memory corrected later comes back as the
         version it had). Each is epoch seconds, a datetime, ISO-8601 or an expression
         ("yesterday", "2 weeks ago"). A period the query itself names ("what did I do last
-        March?") ranks that period's memories first (the ``time`` factor) and hides nothing.
+        March?") ranks that period's memories first (the ``time`` factor) and hides nothing;
+        it is read against ``as_of`` when given (the time the question is asked at), as is
+        recency, else against now.
         """
         return self.parts.retrieval.recall(
             query, limit=limit, kind=kind, tags=tags, session_id=session_id,

@@ -148,6 +148,20 @@ def test_a_period_named_in_the_query_ranks_its_memories_first(diary: Memory) -> 
         "helmet fits well, note to self", "bought a new bike helmet"]
 
 
+def test_a_period_named_in_the_query_is_read_against_as_of(mem: Memory, clock: Clock) -> None:
+    mem.store("went to the dentist, two fillings")  # 2023-11-14 22:13
+    clock.advance(3 * DAY)  # now 2023-11-17
+    mem.store("the dentist's bill arrived")
+    # Asked on the 15th, "yesterday" is the 14th: the visit, and the bill did not exist yet.
+    hits = mem.recall("dentist yesterday", mode="keyword", as_of=START + DAY + 3600)
+    assert _contents(hits) == ["went to the dentist, two fillings"]
+    assert hits[0].explain.factors["time"] == 1.5
+    assert "time:yesterday" in hits[0].explain.matched_terms
+    # Asked now, yesterday is the 16th: neither memory lies in it.
+    assert all(h.explain.factors["time"] < 1.5 for h in mem.recall("dentist yesterday",
+                                                                   mode="keyword"))
+
+
 def test_a_named_month_boosts_and_hides_nothing(diary: Memory) -> None:
     hits = diary.recall("dentist offsite helmet in March", mode="keyword", limit=10)
     assert len(hits) == 4  # every match is still returned

@@ -97,7 +97,10 @@ class Retrieval:
             return self.recall_archive(query, limit)
         now = self.clock()
         chosen = self.mode(mode)
-        req = RecallRequest(self.namespace, query, limit, flt, now, chosen, depth)
+        # The question's own time: periods it names ("four weeks ago") and recency are read
+        # against ``as_of`` when given (a question asked then), else against now.
+        asked = flt.as_of if flt.as_of is not None else now
+        req = RecallRequest(self.namespace, query, limit, flt, asked, chosen, depth)
         hits = self.retriever(chosen).recall(req)
         if touch and hits:
             self.after_recall(hits, now)

@@ -143,7 +143,7 @@ def session_ranking(sessions: Sequence[str | None]) -> list[str]:
 
 
 def metrics(ranked: Sequence[str], wanted: set[str]) -> dict[str, float]:
-    out = {}
+    out = {"empty": float(not ranked)}  # the relevance floor returned nothing
     for k in KS:
         top = ranked[:k]
         out[f"any@{k}"] = float(any(s in wanted for s in top))
@@ -252,10 +252,12 @@ def report(console: Console, results: dict[str, Any]) -> None:
     t.add_column("system")
     for n in names:
         t.add_column(n, justify="right")
+    t.add_column("empty", justify="right")
     t.add_column("p50 ms", justify="right")
     for system, r in systems.items():
         p50 = f"{r['p50_ms']:.1f}" if r["p50_ms"] is not None else "-"
-        t.add_row(system, *(f"{r['overall'][n]:.3f}" for n in names), p50)
+        empty = round(r["overall"]["empty"] * results["questions"])
+        t.add_row(system, *(f"{r['overall'][n]:.3f}" for n in names), str(empty), p50)
     console.print(t)
     types = sorted({q for r in systems.values() for q in r["by_type"]})
     for metric in ("all@5", "any@5"):

@@ -398,6 +398,9 @@ class Explanation:
     factors: Mapping[str, float] = field(default_factory=dict)
     via: str | None = None  # e.g. "like-fallback", "link:<id>"
     final: float = 0.0
+    # Why the relevance floor kept it ("cosine 0.41 >= 0.15", "holds a query word"); None
+    # where no floor applied (keyword mode, the floor off, a linked neighbour).
+    floor: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -407,6 +410,7 @@ class Explanation:
             "factors": dict(self.factors),
             "via": self.via,
             "final": self.final,
+            "floor": self.floor,
         }
 
     def __str__(self) -> str:
@@ -420,6 +424,8 @@ class Explanation:
             parts.append(f"via {self.via}")
         parts.extend(f"{k}×{_fmt(v)}" for k, v in self.factors.items())
         parts.append(f"= {_fmt(self.final)}")
+        if self.floor:
+            parts.append(f"kept: {self.floor}")
         return "; ".join(parts)
 
 

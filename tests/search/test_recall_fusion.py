@@ -131,3 +131,21 @@ def test_the_floor_is_a_setting(tmp_path: Path, embedder: Any) -> None:
     with Memory.open(settings=settings, embedder=embedder) as mem:
         mem.store_many({"content": t} for t in WORK)
         assert len(mem.recall("banana bread recipe", mode="vector")) == len(WORK)
+
+
+def test_vector_mode_keeps_a_memory_holding_the_question_words(tmp_path: Path,
+                                                               embedder: Any) -> None:
+    """The floor never empties vector mode when a memory on the question's topic exists: here
+    no memory reaches the cosine the floor asks (the best, about the quarter's freeze, is just
+    under it) but that one holds the question's word."""
+    with Memory.open(tmp_path / "work.db", embedder=embedder) as mem:
+        mem.store_many({"content": t} for t in WORK)
+        hits = mem.recall("quarter", mode="vector")
+        assert hits[0].memory.content == WORK[1]
+        assert hits[0].explain.floor is not None and "query's words" in hits[0].explain.floor
+        assert "kept: holds the query's words" in str(hits[0].explain)
+        assert mem.recall("banana bread recipe", mode="vector") == []  # still nothing
+        # Every hit says why the floor kept it.
+        best = mem.recall("staging database", mode="hybrid")[0]
+        assert best.explain.floor == "holds a query word"
+        assert mem.recall("night theme", mode="vector")[0].explain.floor.startswith("cosine 0.")

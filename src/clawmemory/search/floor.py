@@ -7,7 +7,11 @@ recall's candidates hold any evidence of relevance (ADR 0011 has the calibration
 
 * ``keyword``: a BM25 match is evidence (003: a memory holding a query word is a hit), so
   keyword mode has no further floor;
-* ``vector``: some candidate's cosine is at least ``floor_vector_cosine``;
+* ``vector``: some candidate's cosine is at least ``floor_vector_cosine``, or, failing that,
+  some candidate holds ``floor_keyword_share`` of the query's words with cosine
+  ``floor_keyword_cosine`` (a memory on the question's topic: on a held-out set the cosine
+  rule alone emptied the answer for 2 of 39 fair questions, one of them ranking its answer
+  first with the floor off);
 * ``hybrid``: some candidate is linked to an entity the query names, or happened in a period
   the query names (the ``time`` list, ADR 0017), or has cosine
   ``floor_cosine``, or holds ``floor_keyword_share`` of the query's words, or holds a query
@@ -16,7 +20,8 @@ recall's candidates hold any evidence of relevance (ADR 0011 has the calibration
 
 When the recall passes, candidates found by similarity alone (no query word, entity or period)
 with a cosine below ``floor_candidate_cosine`` are dropped: they are the far neighbours every vector
-search returns. ``recall.relevance_floor = false`` turns all of it off.
+search returns. ``recall.relevance_floor = false`` turns all of it off. Each hit's explanation
+says why the floor kept it (``Explanation.floor``).
 
 A keyword match counts as a matched word only when the word tells memories apart, or the
 candidate holds every word of the query. FTS5 gives a word held by at least half of the
@@ -36,7 +41,7 @@ packaged MiniLM: an off-topic question's best plain cosine against a handful of 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from clawmemory.config import RecallSettings
@@ -69,17 +74,68 @@ def _thresholds(cfg: RecallSettings, centred: bool) -> _Thresholds:
 def apply_floor(
     fused: dict[str, Fused], mode: str, cfg: RecallSettings, n_terms: int,
     term_sets: Mapping[str, frozenset[str]], *, centred: bool,
+    words_of: Callable[[], tuple[int, Mapping[str, frozenset[str]]]] | None = None,
 ) -> dict[str, Fused]:
     """``fused`` without what the floor removes: everything when nothing is relevant.
-    ``centred``: the cosines are centred ones (the namespace has a centre)."""
+    ``centred``: the cosines are centred ones (the namespace has a centre). ``words_of``
+    (vector mode): the query's word count and the words each candidate holds, asked for only
+    when no candidate is similar enough."""
     if not cfg.relevance_floor or mode == "keyword" or not fused:
         return fused
     t = _thresholds(cfg, centred)
+    if mode == "vector":
+        return _vector_floor(fused, cfg, t, words_of)
     if not any(_evidence(f, mode, t, cfg, n_terms, term_sets.get(m)) for m, f in fused.items()):
         return {}
-    return {m: f for m, f in fused.items()
-            if _word_match(f, n_terms, term_sets.get(m)) or "entity" in f.lists
-            or "time" in f.lists or _cosine(f) >= t.candidate}
+    kept = {}
+    for m, f in fused.items():
+        f.kept = _reason(f, t, n_terms, term_sets.get(m))
+        if f.kept is not None:
+            kept[m] = f
+    return kept
+
+
+def _reason(f: Fused, t: _Thresholds, n_terms: int, words: frozenset[str] | None) -> str | None:
+    """Why the floor keeps ``f`` once the recall passed, or None when it drops it."""
+    if _word_match(f, n_terms, words):
+        return "holds a query word"
+    if "entity" in f.lists:
+        return "linked to an entity the query names"
+    if "time" in f.lists:
+        return "happened in the period the query names"
+    if _cosine(f) >= t.candidate:
+        return f"cosine {_cosine(f):.2f} >= {t.candidate:.2f}"
+    return None
+
+
+def _vector_floor(
+    fused: dict[str, Fused], cfg: RecallSettings, t: _Thresholds,
+    words_of: Callable[[], tuple[int, Mapping[str, frozenset[str]]]] | None,
+) -> dict[str, Fused]:
+    """Vector mode: similar enough, or (failing that) on the question's topic by its words."""
+    if any(_cosine(f) >= t.vector for f in fused.values()):
+        topical: Mapping[str, frozenset[str]] = {}
+        n_terms = 0
+    else:
+        n_terms, topical = words_of() if words_of is not None else (0, {})
+        if not any(_on_topic(f, n_terms, topical.get(m), cfg, t) for m, f in fused.items()):
+            return {}
+    kept = {}
+    for m, f in fused.items():
+        if _on_topic(f, n_terms, topical.get(m), cfg, t):
+            f.kept = "holds the query's words (no memory was similar enough by cosine alone)"
+        elif _cosine(f) >= t.candidate:
+            f.kept = f"cosine {_cosine(f):.2f} >= {t.candidate:.2f}"
+        else:
+            continue
+        kept[m] = f
+    return kept
+
+
+def _on_topic(f: Fused, n_terms: int, words: frozenset[str] | None, cfg: RecallSettings,
+              t: _Thresholds) -> bool:
+    share = len(words) / n_terms if words and n_terms else 0.0
+    return share >= cfg.floor_keyword_share and _cosine(f) >= t.with_word
 
 
 def _word_match(f: Fused, n_terms: int, words: frozenset[str] | None) -> bool:

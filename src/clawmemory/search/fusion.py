@@ -48,6 +48,7 @@ class Fused:
     score: float = 0.0
     lists: dict[str, dict[str, float]] = field(default_factory=dict)
     via: str | None = None
+    kept: str | None = None  # why the relevance floor kept it (search/floor.py)
 
 
 def rrf(fused: Mapping[str, Fused], cfg: RecallSettings) -> None:

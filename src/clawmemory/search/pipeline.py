@@ -250,8 +250,10 @@ class Retriever:
         periods = self.periods(req)
         if periods and qv is not None and req.mode == "hybrid" and self.time_cfg.query_candidates:
             lists.append(self.period_list(req, periods, qv, pool))
-        fused = apply_floor(self._fuse(lists, req, qv, term_sets, ahead), req.mode, self.cfg,
-                            len(terms), term_sets, centred=self._centred(req))
+        fused = self._fuse(lists, req, qv, term_sets, ahead)
+        fused = apply_floor(fused, req.mode, self.cfg, len(terms), term_sets,
+                            centred=self._centred(req),
+                            words_of=lambda: self._words_of(req, fused, records))
         if self.cfg.neighbour_weight > 0 and req.mode != "vector":
             # Smoothing needs BM25's sharp scores; cosine alone is too flat (measured: ADR 0005).
             self._smooth(fused, req)
@@ -334,6 +336,19 @@ class Retriever:
         records.update((r.id, r) for r in self.store.get_many(req.namespace, ids))
         return fusion.matched_terms([records[i] for i in ids if i in records], terms)
 
+    def _words_of(
+        self, req: RecallRequest, fused: dict[str, Fused], records: dict[str, MemoryRecord]
+    ) -> tuple[int, dict[str, frozenset[str]]]:
+        """The query's word count and the query words each candidate holds (vector mode's
+        floor asks when no candidate is similar enough; its records are kept for the hits)."""
+        terms = sanitize_terms(req.query)
+        if self.cfg.stopwords:
+            terms = content_terms(terms)
+        missing = [m for m in fused if m not in records]
+        records.update((r.id, r) for r in self.store.get_many(req.namespace, missing))
+        held = fusion.matched_terms([records[m] for m in fused if m in records], terms)
+        return len(terms), held
+
     def _smooth(self, fused: dict[str, Fused], req: RecallRequest) -> None:
         """Adjacent turns of a dialogue support each other: each candidate gains
         ``neighbour_weight`` × the fused score of its sequence-linked candidates."""
@@ -399,7 +414,8 @@ class Retriever:
             if dated is not None:  # the question asks "when": a memory stating a time
                 fs["states_time"] = 1.0 + self.time_cfg.answer_boost * (mid in dated)
             final = f.score * math.prod(fs.values())
-            explain = Explanation(lists=f.lists, fused=f.score, factors=fs, via=f.via, final=final)
+            explain = Explanation(lists=f.lists, fused=f.score, factors=fs, via=f.via, final=final,
+                                  floor=f.kept)
             ranked.append((mid, final, explain))
         ranked.sort(key=lambda t: (-t[1], t[0]))
         return ranked
@@ -489,7 +505,7 @@ class Retriever:
                 Hit(
                     r,
                     h.score,
-                    Explanation(tuple(words), e.lists, e.fused, e.factors, e.via, e.final),
+                    replace(e, matched_terms=tuple(words)),
                 )
             )
         return out

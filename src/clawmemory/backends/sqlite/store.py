@@ -273,6 +273,9 @@ class SQLiteStore:
         if readers is None or reader is None:
             with self._lock:
                 return self._retry(lambda: list(self.conn.execute(sql, args)))
+        # A statement trace set on the write connection (apsw's exec_trace, for debugging)
+        # sees the reads too.
+        reader.exec_trace = self.conn.exec_trace
         try:
             return self._retry(lambda: list(reader.execute(sql, args)))
         finally:

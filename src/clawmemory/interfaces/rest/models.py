@@ -213,6 +213,7 @@ class Explain(BaseModel):
     factors: dict[str, float]
     via: str | None
     final: float
+    floor: str | None = None  # why the relevance floor kept it
 
 
 class HitOut(BaseModel):

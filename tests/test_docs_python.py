@@ -18,6 +18,7 @@ home fails here with the address it tried).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import subprocess
@@ -158,9 +159,13 @@ def openclaw_workspace(home: Path, work: Path, stack: ExitStack,
 
 def sclaw_database(home: Path, work: Path, stack: ExitStack,
                    request: pytest.FixtureRequest) -> Setup:
-    from test_portability import build_sclaw
-
-    build_sclaw(work)  # work/sclaw.db, as the snippet names it
+    # By its path: a run that does not collect tests/portability has it nowhere on sys.path.
+    spec = importlib.util.spec_from_file_location(
+        "portability_fixtures", Path(__file__).parent / "portability" / "test_portability.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.build_sclaw(work)  # work/sclaw.db, as the snippet names it
     return Setup(expect=("messages=2, conversations=1",))
 
 

@@ -21,7 +21,8 @@ cosine of the same all-MiniLM-L6-v2 (each turn alone, cut to the model's 256 tok
 Metrics as LongMemEval reports them: ``any@k`` (an evidence session in the top k), ``all@k``
 (every evidence session in the top k), ``ndcg@k`` (binary relevance). Evidence: the
 question's ``answer_session_ids``, less the "answer" sessions whose user turns carry no
-``has_answer``.
+``has_answer``; a question left without evidence (the answer stated by the assistant alone)
+is skipped and counted. "empty": questions a mode answered with nothing (the relevance floor).
 
 The data (MIT licence) is read from --data and never copied into this repository; its default
 is ../shared/bench/longmemeval/longmemeval_s_dev80.json.gz beside the checkout.
@@ -191,6 +192,8 @@ def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
     if args.types:
         data = [d for d in data if d["question_type"] in args.types]
     data = interleaved(data)[: args.questions]
+    if args.only_filled:  # another run may be filling the rest
+        data = [d for d in data if (Path(args.db) / f"{d['question_id']}.done").exists()]
     folder = Path(args.db)
     folder.mkdir(parents=True, exist_ok=True)
     clock = Clock()
@@ -198,6 +201,7 @@ def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
     rows: dict[str, list[tuple[str, dict[str, float]]]] = {s: [] for s in systems}
     latency: dict[str, list[float]] = defaultdict(list)
     embedder: Any = None
+    skipped = 0
     t0 = time.perf_counter()
     with Progress(console=console, transient=True) as bar:
         task = bar.add_task("questions (the first run embeds every haystack)", total=len(data))
@@ -205,6 +209,11 @@ def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
             mem = open_question(folder, item, embedder, clock)
             embedder = embedder or mem.components.embedder
             wanted = evidence(item)
+            if not wanted:  # e.g. an answer stated by the assistant only: nothing to measure
+                skipped += 1
+                mem.close()
+                bar.advance(task)
+                continue
             clock.now = parse_date(item["question_date"])
             for mode in args.modes:
                 t = time.perf_counter()
@@ -221,7 +230,8 @@ def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
             bar.advance(task)
     results = summarise(rows, latency)
     results["seconds"] = time.perf_counter() - t0
-    results["questions"] = len(data)
+    results["questions"] = len(data) - skipped
+    results["skipped"] = skipped
     return results
 
 
@@ -247,7 +257,8 @@ def summarise(rows: dict[str, list[tuple[str, dict[str, float]]]],
 def report(console: Console, results: dict[str, Any]) -> None:
     systems = results["systems"]
     names = [f"{m}@{k}" for k in KS for m in ("any", "all", "ndcg")]
-    t = Table(title=f"LongMemEval_S sessions ({results['questions']} questions,"
+    t = Table(title=f"LongMemEval_S sessions ({results['questions']} questions;"
+                    f" {results['skipped']} without an evidence session skipped;"
                     f" {results['seconds']:.0f} s)")
     t.add_column("system")
     for n in names:
@@ -284,6 +295,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--types", type=lambda s: {t.strip() for t in s.split(",")}, default=None,
                    help="only these question types (comma-separated)")
     p.add_argument("--no-references", action="store_true", help="skip BM25/cosine/RRF")
+    p.add_argument("--only-filled", action="store_true",
+                   help="only the questions whose database is already filled")
     p.add_argument("--json", dest="json_out", default=None, help="also write results here")
     args = p.parse_args(argv)
     if not Path(args.data).exists():

@@ -9,6 +9,13 @@ of the LoCoMo repository's task_eval).
     .venv/bin/python bench/locomo.py                      # all modes, all conversations
     .venv/bin/python bench/locomo.py --modes hybrid --conversations 2
     .venv/bin/python bench/locomo.py --llm [--decompose]  # question answering, LLM judge (J)
+    .venv/bin/python bench/locomo.py --anchored --db /tmp/locomo  # asked at the conversation's end
+
+--anchored: the time-anchored variant. Each session is stored with the clock at its date (the
+memories are created when they were said, as a user's history grows; its own database file,
+locomo-anchored.db) and every question is asked with ``as_of`` at the conversation's last
+session date plus a day, so "last week" and recency are read against the conversation's time,
+not today's.
 
 --llm needs an LLM endpoint ([llm] in the config file or CLAWMEM_LLM__* variables): each
 question of categories 1-4 is answered from recalled memories and judged (bench/locomo_qa.py).
@@ -40,6 +47,16 @@ DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "bench" / "locom
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 KS = (5, 10, 25)
 _DIA = re.compile(r"D\d+:\d+")
+
+
+class _Clock:
+    """Memory.open's clock: the session's date while --anchored stores it, else now."""
+
+    def __init__(self) -> None:
+        self.now: float | None = None
+
+    def __call__(self) -> float:
+        return self.now if self.now is not None else time.time()
 
 
 def session_date(text: str | None) -> float | None:
@@ -103,8 +120,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
         db: Path | str = database(args, "locomo")
     else:
-        db = Path(args.db or tempfile.mkdtemp(prefix="locomo-")) / "locomo.db"
-    mem = Memory.open(db, settings=Settings(db=db))
+        name = "locomo-anchored.db" if args.anchored else "locomo.db"
+        db = Path(args.db or tempfile.mkdtemp(prefix="locomo-")) / name
+    clock = _Clock()
+    mem = Memory.open(db, settings=Settings(db=db), clock=clock)
     if args.llm:
         return run_qa(args, data, mem, console)
     t0 = time.perf_counter()
@@ -116,9 +135,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             ns = mem.with_namespace(conv["sample_id"])
             items = turns(conv)
             n_turns += len(items)
-            if ns.count(include_invalid=True) == 0:
+            if ns.count(include_invalid=True) == 0 and args.anchored:
+                for session in dict.fromkeys(i["session_id"] for i in items):
+                    part = [i for i in items if i["session_id"] == session]
+                    clock.now = part[0]["event_time"] or time.time()
+                    ns.store_many(part)
+                clock.now = None
+            elif ns.count(include_invalid=True) == 0:
                 ns.store_many(items)
             qs, sk = questions(conv, {i["metadata"]["dia_id"] for i in items})
+            if args.anchored:
+                end = max(i["event_time"] or 0.0 for i in items) + 86_400
+                qs = [{**q, "as_of": end} for q in qs]
             qsets[conv["sample_id"]], skipped = qs, skipped + sk
             bar.advance(task)
     ingest_s = time.perf_counter() - t0
@@ -173,7 +201,8 @@ def evaluate(
             ns = mem.with_namespace(sample)
             for q in qs:
                 t = time.perf_counter()
-                hits = ns.recall(q["q"], limit=max(KS), mode=mode, touch=False)
+                hits = ns.recall(q["q"], limit=max(KS), mode=mode, touch=False,
+                                 as_of=q.get("as_of"))
                 lat.append(time.perf_counter() - t)
                 got = [h.memory.metadata.get("dia_id") for h in hits]
                 per_cat[q["cat"]].append(
@@ -229,6 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--conversations", type=int, default=None, help="only the first N")
     p.add_argument("--db", default=None, help="folder for the database (kept; reused if filled)")
     p.add_argument("--json", dest="json_out", default=None, help="also write results here")
+    p.add_argument("--anchored", action="store_true",
+                   help="store each session at its date; ask at the conversation's end (as_of)")
     p.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
     p.add_argument("--pg-url", default=None,
                    help="PostgreSQL server for --backend postgres (default: start one)")

@@ -211,6 +211,9 @@ class RecallSettings(Section):
     # (ADR 0020; 0 = off)
     session_weight: float = Field(default=0.25, ge=0, le=1)
     session_top: int = Field(default=5, ge=1, le=1000)
+    # Knowledge updates (search/updates.py): of two hits stating the same thing differently,
+    # the newer ranks first and the older is marked superseded in its explanation.
+    latest_first: bool = True
     # "auto" mode without vectors: fuse the keyword and entity lists (004's fallback when no
     # embedder works) instead of keyword search alone
     entity_without_vectors: bool = False

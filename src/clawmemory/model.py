@@ -401,6 +401,8 @@ class Explanation:
     # Why the relevance floor kept it ("cosine 0.41 >= 0.15", "holds a query word"); None
     # where no floor applied (keyword mode, the floor off, a linked neighbour).
     floor: str | None = None
+    # A newer hit stating the same thing differently (search/updates.py): this one is history.
+    superseded_by: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -411,6 +413,7 @@ class Explanation:
             "via": self.via,
             "final": self.final,
             "floor": self.floor,
+            "superseded_by": self.superseded_by,
         }
 
     def __str__(self) -> str:
@@ -426,6 +429,8 @@ class Explanation:
         parts.append(f"= {_fmt(self.final)}")
         if self.floor:
             parts.append(f"kept: {self.floor}")
+        if self.superseded_by:
+            parts.append(f"superseded by {self.superseded_by}")
         return "; ".join(parts)
 
 

@@ -79,7 +79,8 @@ def _record(data: Mapping[str, Any]) -> MemoryRecord:
 def _hit(data: Mapping[str, Any]) -> Hit:
     e = data["explain"]
     explain = Explanation(tuple(e["matched_terms"]), e["lists"], e["fused"], e["factors"],
-                          e["via"], e["final"], e.get("floor"))  # an older server has none
+                          e["via"], e["final"], e.get("floor"),  # an older server has none
+                          e.get("superseded_by"))
     return Hit(_record(data["memory"]), float(data["score"]), explain)
 
 

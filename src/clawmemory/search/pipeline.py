@@ -48,6 +48,7 @@ from clawmemory.search.temporal import (
     time_factor,
     zone,
 )
+from clawmemory.search.updates import latest_first
 from clawmemory.text import phrase_count, stems_starting, tokenize
 from clawmemory.vectors.base import VectorStore
 
@@ -265,6 +266,8 @@ class Retriever:
             ranked = self._session_support(ranked, fused)
         ranked = ranked[: req.limit]
         hits = self._materialise(ranked, req.namespace, records)
+        if self.cfg.latest_first:
+            hits = latest_first(hits, req.query)
         if req.depth > 0:
             hits = hits + self._neighbours(hits, req)
         out = self._with_matched_terms(hits, terms, lists, periods)

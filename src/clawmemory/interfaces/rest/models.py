@@ -214,6 +214,7 @@ class Explain(BaseModel):
     via: str | None
     final: float
     floor: str | None = None  # why the relevance floor kept it
+    superseded_by: str | None = None  # a newer hit says the same thing differently
 
 
 class HitOut(BaseModel):

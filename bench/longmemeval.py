@@ -5,6 +5,7 @@ in the same run on the same turns.
     .venv/bin/python bench/longmemeval.py --db /tmp/lme             # fills, then measures
     .venv/bin/python bench/longmemeval.py --db /tmp/lme --modes hybrid --questions 20
     .venv/bin/python bench/longmemeval.py --db /tmp/lme --json after.json
+    .venv/bin/python bench/longmemeval.py --db /tmp/lme --set recall.recency=none
 
 Each question has its own haystack (~50 sessions, ~500 turns), so each goes into its own
 database file in --db (kept: a ranking change re-runs without embedding again). Every turn is
@@ -117,7 +118,22 @@ def interleaved(data: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 # --- clawmemory -----------------------------------------------------------------------------
-def open_question(folder: Path, item: dict[str, Any], embedder: Any, clock: Clock) -> Memory:
+def settings_with(overrides: Sequence[str]) -> Settings:
+    """The default settings with ``section.key=value`` overrides (a value read as JSON)."""
+    s = Settings()
+    for item in overrides:
+        dotted, _, raw = item.partition("=")
+        section, _, key = dotted.partition(".")
+        try:
+            value: Any = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        setattr(getattr(s, section), key, value)
+    return s
+
+
+def open_question(folder: Path, item: dict[str, Any], embedder: Any, clock: Clock,
+                  base: Settings) -> Memory:
     """The question's database, filled once (a file without its done-marker is refilled)."""
     qid = item["question_id"]
     db, done = folder / f"{qid}.db", folder / f"{qid}.done"
@@ -125,7 +141,7 @@ def open_question(folder: Path, item: dict[str, Any], embedder: Any, clock: Cloc
         for p in folder.glob(f"{qid}.db*"):
             p.unlink()
     shared = {"embedder": embedder} if embedder is not None else {}  # the model loaded once
-    mem = Memory.open(settings=Settings(db=db), clock=clock, **shared)
+    mem = Memory.open(settings=base.model_copy(update={"db": db}), clock=clock, **shared)
     if not done.exists():
         for when, sid, turns in haystack(item):
             clock.now = when
@@ -197,6 +213,7 @@ def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
     folder = Path(args.db)
     folder.mkdir(parents=True, exist_ok=True)
     clock = Clock()
+    base = settings_with(args.overrides)
     systems = [*args.modes, *([] if args.no_references else REFERENCES)]
     rows: dict[str, list[tuple[str, dict[str, float]]]] = {s: [] for s in systems}
     latency: dict[str, list[float]] = defaultdict(list)
@@ -206,7 +223,7 @@ def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
     with Progress(console=console, transient=True) as bar:
         task = bar.add_task("questions (the first run embeds every haystack)", total=len(data))
         for item in data:
-            mem = open_question(folder, item, embedder, clock)
+            mem = open_question(folder, item, embedder, clock, base)
             embedder = embedder or mem.components.embedder
             wanted = evidence(item)
             if not wanted:  # e.g. an answer stated by the assistant only: nothing to measure
@@ -297,6 +314,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-references", action="store_true", help="skip BM25/cosine/RRF")
     p.add_argument("--only-filled", action="store_true",
                    help="only the questions whose database is already filled")
+    p.add_argument("--set", dest="overrides", action="append", default=[],
+                   metavar="SECTION.KEY=VALUE",
+                   help="override a setting for recall (repeatable): compare variants on the"
+                        " same databases, e.g. --set recall.recency=none")
     p.add_argument("--json", dest="json_out", default=None, help="also write results here")
     args = p.parse_args(argv)
     if not Path(args.data).exists():

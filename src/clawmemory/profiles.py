@@ -265,6 +265,7 @@ PROFILES: dict[str, Profile] = {
             **_AS_SPECIFIED,
             "recall.mode": "keyword",
             "recall.recency": "koshi",
+            "recall.recency_per_day": 0.01,
             "recall.stopwords": False,
             "recall.stems": False,
             "recall.co_recall": True,

@@ -48,6 +48,7 @@ def test_reinforcement_is_exp_of_score_times_0_2(mem: Memory) -> None:
 
 
 def test_recency_loses_1_percent_a_day_since_the_last_access(mem: Memory, clock: Clock) -> None:
+    mem.settings.recall.recency_per_day = 0.01  # 003's rate (the koshi profile)
     rid = mem.store("kayak trip")
     clock.advance(10 * DAY)  # never recalled: counted from creation
     assert by_id(mem, "kayak")[rid].explain.factors["recency"] == pytest.approx(1 / 1.1, rel=1e-12)
@@ -56,6 +57,14 @@ def test_recency_loses_1_percent_a_day_since_the_last_access(mem: Memory, clock:
     assert by_id(mem, "kayak")[rid].explain.factors["recency"] == pytest.approx(1 / 1.2, rel=1e-12)
     mem.flush()
     assert by_id(mem, "kayak")[rid].explain.factors["recency"] == 1.0  # just accessed
+
+
+def test_by_default_an_old_memory_keeps_most_of_its_rank(mem: Memory, clock: Clock) -> None:
+    # 1 / (1 + 0.0002 × days): half a year costs 3.5%, a year 6.8% (003's rate: 2.8x, 4.7x).
+    rid = mem.store("kayak trip")
+    clock.advance(182 * DAY)
+    assert by_id(mem, "kayak")[rid].explain.factors["recency"] == pytest.approx(
+        1 / (1 + 0.0002 * 182), rel=1e-12)
 
 
 def test_reinforce_restarts_the_recency_clock(mem: Memory, clock: Clock) -> None:
@@ -68,7 +77,7 @@ def test_reinforce_restarts_the_recency_clock(mem: Memory, clock: Clock) -> None
                                    "recency": 1.0, "confidence": 1.0}
     mem.demote(rid)  # demoting is not an access
     clock.advance(DAY)
-    assert by_id(mem, "kayak")[rid].explain.factors["recency"] == pytest.approx(1 / 1.01)
+    assert by_id(mem, "kayak")[rid].explain.factors["recency"] == pytest.approx(1 / 1.0002)
 
 
 # --- fusion and depth (000, 002, 004) ------------------------------------------------------------

@@ -341,6 +341,10 @@ class TimeSettings(Section):
     # ones when vectors exist): a question such as "what did I do yesterday?" shares no
     # word with what was done.
     query_candidates: bool = True
+    # A question about the newest or oldest occasion ("most recently", "the last time",
+    # "initially") ranks candidates by when they happened: × (1 + order_boost) for the
+    # newest (oldest), × 1 for the other end. 0 turns it off.
+    order_boost: float = Field(default=0.5, ge=0, le=10)
     # A question asking for a time ("When did...?") ranks memories that state one ("last
     # Friday", "in 2022", a date) × (1 + answer_boost): the statement that answers it.
     answer_boost: float = Field(default=1.0, ge=0, le=10)

@@ -324,3 +324,19 @@ def test_time_filters_agree_with_the_reference_on_every_backend(
     want = {r.id for r in records if flt.matches(r)}
     assert {r.id for r in store.list(ns, flt, limit=100)} == want
     assert store.count(ns, flt) == len(want)
+
+
+def test_a_question_about_the_latest_or_first_occasion_ranks_by_event_order(
+    mem: Memory, clock: Clock
+) -> None:
+    first = mem.store("Bought a 50mm lens for the camera", event_time=START - 60 * DAY)
+    latest = mem.store("Bought a wide 16mm lens for the camera", event_time=START - 2 * DAY)
+    hits = mem.recall("Which camera lens did I buy most recently?", mode="keyword")
+    assert [h.memory.id for h in hits] == [latest, first]
+    assert [h.explain.factors["order"] for h in hits] == [1.5, 1.0]
+    hits = mem.recall("Which camera lens did I buy initially?", mode="keyword")
+    assert [h.memory.id for h in hits] == [first, latest]
+    # "Which came first, X or Y?" needs both, in any order: no order factor.
+    assert all("order" not in h.explain.factors
+               for h in mem.recall("Which came first, the 50mm or the 16mm lens?",
+                                   mode="keyword"))

@@ -42,7 +42,9 @@ from clawmemory.search.sanitize import (
 )
 from clawmemory.search.temporal import (
     Period,
+    asks_order,
     asks_when,
+    order_factors,
     query_periods,
     states_time,
     time_factor,
@@ -259,14 +261,16 @@ class Retriever:
             # Smoothing needs BM25's sharp scores; cosine alone is too flat (measured: ADR 0005).
             self._smooth(fused, req)
         answer = self.time_cfg.answer_boost > 0 and asks_when(req.query)
-        when = self._when(fused, req, records) if periods or answer else {}
+        order = asks_order(req.query) if self.time_cfg.order_boost > 0 else None
+        when = self._when(fused, req, records) if periods or answer or order else {}
         dated = {m for m in when if states_time(records[m].content)} if answer else None
-        ranked = self._rank(fused, req, periods, when, dated)
+        ordered = order_factors(when, order, self.time_cfg.order_boost) if order else {}
+        ranked = self._rank(fused, req, periods, when, dated, ordered)
         if self.cfg.session_weight > 0 and req.mode != "vector":
             ranked = self._session_support(ranked, fused)
         ranked = ranked[: req.limit]
         hits = self._materialise(ranked, req.namespace, records)
-        if self.cfg.latest_first:
+        if self.cfg.latest_first and order != "earliest":  # "initially": the older one wanted
             hits = latest_first(hits, req.query)
         if req.depth > 0:
             hits = hits + self._neighbours(hits, req)
@@ -404,6 +408,7 @@ class Retriever:
     def _rank(
         self, fused: dict[str, Fused], req: RecallRequest, periods: Sequence[Period] = (),
         when: dict[str, float] | None = None, dated: set[str] | None = None,
+        ordered: dict[str, float] | None = None,
     ) -> list[tuple[str, float, Explanation]]:
         boosts = self._co_recall_boosts(fused, req) if self.cfg.co_recall else {}
         boost = self.time_cfg.query_boost
@@ -416,6 +421,8 @@ class Retriever:
                 fs["time"] = time_factor(when[mid], tuple(periods), boost)
             if dated is not None:  # the question asks "when": a memory stating a time
                 fs["states_time"] = 1.0 + self.time_cfg.answer_boost * (mid in dated)
+            if ordered and mid in ordered:  # "most recently", "initially": by event order
+                fs["order"] = ordered[mid]
             final = f.score * math.prod(fs.values())
             explain = Explanation(lists=f.lists, fused=f.score, factors=fs, via=f.via, final=final,
                                   floor=f.kept)

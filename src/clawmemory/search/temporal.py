@@ -38,9 +38,11 @@ from clawmemory.validation import check_time
 __all__ = [
     "TIME_FILTERS",
     "Period",
+    "asks_order",
     "asks_when",
     "event_time_from_text",
     "filter_times",
+    "order_factors",
     "query_periods",
     "resolve_time",
     "states_time",
@@ -267,6 +269,36 @@ def asks_when(query: str) -> bool:
     """Whether the question asks for a time ("When did Caroline go to the support group?")."""
     low = " ".join(query.lower().split())
     return low.startswith(_WHEN_STARTS) or any(h in low for h in _WHEN_HOLDS)
+
+
+# A question about the newest or the oldest of several occasions ("What lens did I buy most
+# recently?", "What did I initially think it was?"). "Which came first, X or Y?" is not one:
+# it needs both occasions, whatever their order.
+_LATEST = re.compile(r"\b(?:most recent(?:ly)?|the last time|latest|currently|these days|"
+                     r"nowadays|right now)\b", re.IGNORECASE)
+_EARLIEST = re.compile(r"\b(?:the first time|earliest|originally|initially|at first)\b",
+                       re.IGNORECASE)
+
+
+def asks_order(query: str) -> str | None:
+    """"latest" or "earliest" when the question asks for the newest or the oldest occasion."""
+    if _LATEST.search(query):
+        return "latest"
+    if _EARLIEST.search(query):
+        return "earliest"
+    return None
+
+
+def order_factors(when: dict[str, float], order: str, boost: float) -> dict[str, float]:
+    """× (1 + boost) for the newest (or oldest) candidate, × 1 for the other end, linear in
+    time between them."""
+    if not when or boost <= 0:
+        return {}
+    lo, hi = min(when.values()), max(when.values())
+    if hi <= lo:
+        return {}
+    return {m: 1.0 + boost * ((t - lo) if order == "latest" else (hi - t)) / (hi - lo)
+            for m, t in when.items()}
 
 
 def states_time(text: str) -> bool:

@@ -51,6 +51,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from clawmemory import ClawMemoryError, Memory, Settings
+from recall_quality import settings_for  # --set section.key=value, as there
 
 DEFAULT_DATA = (Path(__file__).resolve().parents[2] / "shared" / "bench" / "longmemeval"
                 / "longmemeval_s_dev80.json.gz")
@@ -118,20 +119,6 @@ def interleaved(data: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 # --- clawmemory -----------------------------------------------------------------------------
-def settings_with(overrides: Sequence[str]) -> Settings:
-    """The default settings with ``section.key=value`` overrides (a value read as JSON)."""
-    s = Settings()
-    for item in overrides:
-        dotted, _, raw = item.partition("=")
-        section, _, key = dotted.partition(".")
-        try:
-            value: Any = json.loads(raw)
-        except json.JSONDecodeError:
-            value = raw
-        setattr(getattr(s, section), key, value)
-    return s
-
-
 def open_question(folder: Path, item: dict[str, Any], embedder: Any, clock: Clock,
                   base: Settings) -> Memory:
     """The question's database, filled once (a file without its done-marker is refilled)."""
@@ -213,7 +200,7 @@ def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
     folder = Path(args.db)
     folder.mkdir(parents=True, exist_ok=True)
     clock = Clock()
-    base = settings_with(args.overrides)
+    base = settings_for(folder / "x.db", args.overrides)  # each question's file set below
     systems = [*args.modes, *([] if args.no_references else REFERENCES)]
     rows: dict[str, list[tuple[str, dict[str, float]]]] = {s: [] for s in systems}
     latency: dict[str, list[float]] = defaultdict(list)

@@ -342,7 +342,7 @@ class TimeSettings(Section):
     # word with what was done.
     query_candidates: bool = True
     # A question about the newest or oldest occasion ("most recently", "the last time",
-    # "initially") ranks candidates by when they happened: × (1 + order_boost) for the
+    # "the first time") ranks candidates by when they happened: × (1 + order_boost) for the
     # newest (oldest), × 1 for the other end. 0 turns it off.
     order_boost: float = Field(default=0.5, ge=0, le=10)
     # A question asking for a time ("When did...?") ranks memories that state one ("last

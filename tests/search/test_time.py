@@ -334,8 +334,11 @@ def test_a_question_about_the_latest_or_first_occasion_ranks_by_event_order(
     hits = mem.recall("Which camera lens did I buy most recently?", mode="keyword")
     assert [h.memory.id for h in hits] == [latest, first]
     assert [h.explain.factors["order"] for h in hits] == [1.5, 1.0]
-    hits = mem.recall("Which camera lens did I buy initially?", mode="keyword")
+    hits = mem.recall("What was the earliest camera lens I bought?", mode="keyword")
     assert [h.memory.id for h in hits] == [first, latest]
+    # "initially" is about a belief as often as an occasion: no factor.
+    assert all("order" not in h.explain.factors
+               for h in mem.recall("What lens did I initially want?", mode="keyword"))
     # "Which came first, X or Y?" needs both, in any order: no order factor.
     assert all("order" not in h.explain.factors
                for h in mem.recall("Which came first, the 50mm or the 16mm lens?",

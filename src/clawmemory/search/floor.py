@@ -8,10 +8,10 @@ recall's candidates hold any evidence of relevance (ADR 0011 has the calibration
 * ``keyword``: a BM25 match is evidence (003: a memory holding a query word is a hit), so
   keyword mode has no further floor;
 * ``vector``: some candidate's cosine is at least ``floor_vector_cosine``, or, failing that,
-  some candidate holds ``floor_keyword_share`` of the query's words with cosine
-  ``floor_keyword_cosine`` (a memory on the question's topic: on a held-out set the cosine
-  rule alone emptied the answer for 2 of 39 fair questions, one of them ranking its answer
-  first with the floor off);
+  some candidate holds ``floor_keyword_share`` of the query's words (at most two are asked
+  for) with cosine ``floor_keyword_cosine`` (a memory on the question's topic: on a held-out
+  set the cosine rule alone emptied the answer for 2 of 39 fair questions, one of them
+  ranking its answer first with the floor off);
 * ``hybrid``: some candidate is linked to an entity the query names, or happened in a period
   the query names (the ``time`` list, ADR 0017), or has cosine
   ``floor_cosine``, or holds ``floor_keyword_share`` of the query's words, or holds a query
@@ -41,6 +41,7 @@ packaged MiniLM: an off-topic question's best plain cosine against a handful of 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -134,8 +135,12 @@ def _vector_floor(
 
 def _on_topic(f: Fused, n_terms: int, words: frozenset[str] | None, cfg: RecallSettings,
               t: _Thresholds) -> bool:
-    share = len(words) / n_terms if words and n_terms else 0.0
-    return share >= cfg.floor_keyword_share and _cosine(f) >= t.with_word
+    """Holds ``floor_keyword_share`` of the question's words, or two of a long question's
+    (a ten-word question rarely shares four with its answer), and is somewhat similar."""
+    if not words or not n_terms:
+        return False
+    need = min(2, math.ceil(cfg.floor_keyword_share * n_terms))
+    return len(words) >= need and _cosine(f) >= t.with_word
 
 
 def _word_match(f: Fused, n_terms: int, words: frozenset[str] | None) -> bool:

@@ -270,7 +270,7 @@ class Retriever:
             ranked = self._session_support(ranked, fused)
         ranked = ranked[: req.limit]
         hits = self._materialise(ranked, req.namespace, records)
-        if self.cfg.latest_first and order != "earliest":  # "initially": the older one wanted
+        if self.cfg.latest_first and order != "earliest":  # "the first time": the older one wanted
             hits = latest_first(hits, req.query)
         if req.depth > 0:
             hits = hits + self._neighbours(hits, req)
@@ -421,7 +421,7 @@ class Retriever:
                 fs["time"] = time_factor(when[mid], tuple(periods), boost)
             if dated is not None:  # the question asks "when": a memory stating a time
                 fs["states_time"] = 1.0 + self.time_cfg.answer_boost * (mid in dated)
-            if ordered and mid in ordered:  # "most recently", "initially": by event order
+            if ordered and mid in ordered:  # "most recently", "the first time": by event order
                 fs["order"] = ordered[mid]
             final = f.score * math.prod(fs.values())
             explain = Explanation(lists=f.lists, fused=f.score, factors=fs, via=f.via, final=final,

@@ -49,8 +49,9 @@ KS = (5, 10, 25)
 _DIA = re.compile(r"D\d+:\d+")
 
 
-class _Clock:
-    """Memory.open's clock: the session's date while --anchored stores it, else now."""
+class Clock:
+    """Memory.open's clock: the time set in ``now`` (a session's date while it is stored, a
+    question's when it is asked), else the real time."""
 
     def __init__(self) -> None:
         self.now: float | None = None
@@ -122,7 +123,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     else:
         name = "locomo-anchored.db" if args.anchored else "locomo.db"
         db = Path(args.db or tempfile.mkdtemp(prefix="locomo-")) / name
-    clock = _Clock()
+    clock = Clock()
     mem = Memory.open(db, settings=Settings(db=db), clock=clock)
     if args.llm:
         return run_qa(args, data, mem, console)

@@ -51,6 +51,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from clawmemory import ClawMemoryError, Memory, Settings
+from locomo import Clock  # Memory.open's clock, set to a session's or question's date
 from recall_quality import settings_for  # --set section.key=value, as there
 
 DEFAULT_DATA = (Path(__file__).resolve().parents[2] / "shared" / "bench" / "longmemeval"
@@ -60,16 +61,6 @@ DEPTH = 60  # memories recalled per question: enough turns to rank well past 10 
 RRF_K = 60
 REFERENCES = ("bm25", "cosine", "rrf")
 _WORD = re.compile(r"\w+")
-
-
-class Clock:
-    """The time the memories are written and the question asked at (Memory.open's clock)."""
-
-    def __init__(self) -> None:
-        self.now = time.time()
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def parse_date(text: str) -> float:

@@ -269,7 +269,8 @@ class RecallSettings(Section):
     recency: Literal["koshi", "half-life", "none"] = "koshi"
     # 003's rate is 0.01 (the koshi profile): a memory of six months counted 0.36 of today's,
     # which buried old answers in a long history (LoCoMo asked at its end: R@10 0.763 -> 0.718).
-    # 0.0002 keeps "newest first among equals" (a year: x0.93) at no measured cost (ADR 0026).
+    # 0.0002 keeps "newest first among equals" (a year: x0.93) for 0.001 of that R@10 (0.764
+    # with no recency at all; ADR 0026).
     recency_per_day: float = Field(default=0.0002, ge=0)
     recency_half_life_s: float = Field(default=0.0, ge=0)  # 000; only with recency = "half-life"
     stopwords: bool = True  # drop English function words from keyword queries (see sanitize.py)

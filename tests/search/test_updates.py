@@ -42,3 +42,13 @@ def test_other_speakers_and_statements_without_a_changed_value_are_no_updates(
     hits = mem.recall("office", mode="keyword")
     assert user in _ids(hits)
     assert all(h.explain.superseded_by is None for h in hits)
+
+
+def test_a_correction_marks_the_version_it_replaced(mem: Memory, clock: Clock) -> None:
+    # No shared words beyond "office": only the correction's `supersedes` links the two.
+    old = mem.store("The office is in Berlin", key="office")
+    clock.advance(DAY)
+    new = mem.correct("office", "The office is in Hamburg").id
+    hits = {h.memory.id: h for h in mem.recall("office", mode="keyword", include_invalid=True)}
+    assert hits[old].explain.superseded_by == new
+    assert hits[new].explain.superseded_by is None

@@ -110,10 +110,13 @@ class Retriever:
         self.stages: dict[str, float] = {}
 
     # --- candidate lists -----------------------------------------------------------------------
-    def keyword(self, req: RecallRequest, pool: int) -> tuple[Candidates, list[str]]:
+    def _terms(self, req: RecallRequest) -> list[str]:
+        """The query's search terms: its words less function words (``recall.stopwords``)."""
         terms = sanitize_terms(req.query)
-        if self.cfg.stopwords:
-            terms = content_terms(terms)
+        return content_terms(terms) if self.cfg.stopwords else terms
+
+    def keyword(self, req: RecallRequest, pool: int) -> tuple[Candidates, list[str]]:
+        terms = self._terms(req)
         hits = self.store.keyword_search(req.namespace, terms, req.flt, limit=pool) if terms else []
         if hits and not self.cfg.stems:
             hits = self._as_written(req.namespace, hits, terms)
@@ -348,9 +351,7 @@ class Retriever:
     ) -> tuple[int, dict[str, frozenset[str]]]:
         """The query's word count and the query words each candidate holds (vector mode's
         floor asks when no candidate is similar enough; its records are kept for the hits)."""
-        terms = sanitize_terms(req.query)
-        if self.cfg.stopwords:
-            terms = content_terms(terms)
+        terms = self._terms(req)
         missing = [m for m in fused if m not in records]
         records.update((r.id, r) for r in self.store.get_many(req.namespace, missing))
         held = fusion.matched_terms([records[m] for m in fused if m in records], terms)

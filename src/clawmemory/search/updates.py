@@ -27,7 +27,6 @@ Nothing is dropped: the older statement stays, for "what was it before?".
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import replace
 
 from clawmemory.model import Hit, event_or_created
@@ -52,20 +51,20 @@ def latest_first(hits: list[Hit], query: str) -> list[Hit]:
         return hits
     asked = set(tokenize(" ".join(content_terms(sanitize_terms(query)))))
     topics = [_topic(h) for h in hits]
+    when = {h.memory.id: event_or_created(h.memory) for h in hits}
     newer: dict[str, str] = {}  # older id -> the id of its newest update among the hits
-    ids = {h.memory.id for h in hits}
     for h in hits:
-        if h.memory.supersedes in ids:
+        if h.memory.supersedes in when:
             newer.setdefault(h.memory.supersedes, h.memory.id)
     for i, a in enumerate(hits):
         for j in range(i + 1, len(hits)):
             b = hits[j]
             if not _same_thing(a, b, topics[i], topics[j], asked):
                 continue
-            old, new = (a, b) if event_or_created(a.memory) < event_or_created(b.memory) else (b, a)
-            current = newer.get(old.memory.id)
-            if current is None or _when(hits, new.memory.id) > _when(hits, current):
-                newer[old.memory.id] = new.memory.id
+            old, new = sorted((a.memory.id, b.memory.id), key=when.__getitem__)
+            current = newer.get(old)
+            if current is None or when[new] > when[current]:
+                newer[old] = new
     if not newer:
         return hits
     return _reorder(hits, newer)
@@ -101,10 +100,6 @@ def _values(text: str) -> set[str]:
     out = set(_NUMBER.findall(text))
     out.update(m.group(1).lower() for m in _NAME.finditer(text))
     return out
-
-
-def _when(hits: Sequence[Hit], mid: str) -> float:
-    return next(event_or_created(h.memory) for h in hits if h.memory.id == mid)
 
 
 def _reorder(hits: list[Hit], newer: dict[str, str]) -> list[Hit]:

@@ -85,6 +85,18 @@ def _vec_extension() -> str:
     return str(sqlite_vec.loadable_path())
 
 
+def _functions_and_vectors(c: Any, *, vectors: bool = True) -> None:
+    """Our SQL functions on connection ``c``, and sqlite-vec when ``vectors`` (raises when the
+    extension cannot load)."""
+    # SQLite's lower() folds ASCII only; the substring fallback needs Python's Unicode one.
+    c.create_scalar_function("clawmem_lower", lower_text, 1, deterministic=True)
+    c.create_scalar_function("clawmem_meta_eq", meta_eq_json, 2, deterministic=True)
+    if vectors:
+        c.enable_load_extension(True)
+        c.load_extension(_vec_extension())
+        c.enable_load_extension(False)
+
+
 class SQLiteStore:
     """The embedded default backend. Safe to share between threads; many processes may open the
     same file at once."""
@@ -156,13 +168,8 @@ class SQLiteStore:
         # Forget means gone from the bytes: freed pages and cells are zeroed, not left in the
         # file's free space (FTS5 gets its own 'secure-delete' option in migration 005).
         c.execute("PRAGMA secure_delete=ON")
-        # SQLite's lower() folds ASCII only; the substring fallback needs Python's Unicode one.
-        c.create_scalar_function("clawmem_lower", lower_text, 1, deterministic=True)
-        c.create_scalar_function("clawmem_meta_eq", meta_eq_json, 2, deterministic=True)
         try:
-            c.enable_load_extension(True)
-            c.load_extension(_vec_extension())
-            c.enable_load_extension(False)
+            _functions_and_vectors(c)
             self.vec_available = True
         except Exception:
             self.vec_available = False
@@ -173,12 +180,7 @@ class SQLiteStore:
         c.setbusytimeout(busy_timeout_ms)
         c.execute("PRAGMA query_only=ON")
         c.execute("PRAGMA temp_store=MEMORY")
-        c.create_scalar_function("clawmem_lower", lower_text, 1, deterministic=True)
-        c.create_scalar_function("clawmem_meta_eq", meta_eq_json, 2, deterministic=True)
-        if self.vec_available:
-            c.enable_load_extension(True)
-            c.load_extension(_vec_extension())
-            c.enable_load_extension(False)
+        _functions_and_vectors(c, vectors=self.vec_available)
         return c
 
     def schema_version(self) -> int:

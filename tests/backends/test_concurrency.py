@@ -23,19 +23,28 @@ PROCESSES = 4
 PER_PROCESS = 500
 
 # Runs in each child process. All children wait for the same start time, then open the (not
-# yet existing) file and write at once, so schema creation and WAL set-up race as well.
+# yet existing) file and write at once, so schema creation and WAL set-up race as well. After
+# its first write each child waits until every child has written once (a file per child), so
+# the writes overlap however the machine schedules the processes: a start time alone let one
+# child finish while another still waited for the schema lock, and the test proved nothing.
 WORKER = """
-import json, sys, time, traceback
+import json, pathlib, sys, time, traceback
 from clawmemory import Memory
 
-path, worker, count, start_at, mode = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), \\
-    float(sys.argv[4]), sys.argv[5]
+path, worker, count, start_at, mode, processes = sys.argv[1], int(sys.argv[2]), \\
+    int(sys.argv[3]), float(sys.argv[4]), sys.argv[5], int(sys.argv[6])
 while time.time() < start_at:
     time.sleep(0.001)
 ids, errors, first = [], [], None
 try:
     mem = Memory.open(path, backend="sqlite", embedder=None)
     for i in range(count):
+        if i == 1:
+            pathlib.Path(f"{path}.ready{worker}").touch()
+            deadline = time.time() + 120
+            while (len(list(pathlib.Path(path).parent.glob("*.ready*"))) < processes
+                   and time.time() < deadline):
+                time.sleep(0.005)
         first = first or time.time()
         try:
             if mode == "distinct":
@@ -57,7 +66,7 @@ def run_workers(db: Path, mode: str, processes: int, per_process: int) -> list[d
     children = [
         subprocess.Popen(
             [sys.executable, "-c", WORKER, str(db), str(w), str(per_process), str(start_at),
-             mode],
+             mode, str(processes)],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
         for w in range(processes)

@@ -34,7 +34,9 @@ def mem0(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
         env.setenv("MEM0_TELEMETRY", "False")
         env.setenv("MEM0_DIR", str(tmp_path_factory.mktemp("mem0-dir")))
         module = importlib.import_module("mem0")
-        assert importlib.import_module("mem0.memory.telemetry").MEM0_TELEMETRY is False
+        telemetry = importlib.import_module("mem0.memory.telemetry")
+        assert telemetry.MEM0_TELEMETRY is False
+        assert telemetry.client_telemetry.posthog is None  # no PostHog client exists to send
         yield module
 
 
@@ -260,6 +262,8 @@ def test_a_key_reaches_only_its_own_users(mem0: ModuleType, errors: ModuleType,
             host = url + "/mem0"
             with pytest.raises(ValueError, match="API key is unknown"):
                 mem0.MemoryClient(api_key="not-a-key", host=host)
+            keyless = httpx.get(host + "/v1/memories/" + bob_id + "/")  # JSON, no login page
+            assert (keyless.status_code, keyless.json()["error"]) == (401, "AuthenticationError")
             alice = mem0.MemoryClient(api_key=alice_key, host=host)
             with pytest.raises(errors.AuthenticationError, match="no access to namespace 'bob'"):
                 alice.add("I am Bob now", user_id="bob", infer=False)

@@ -213,6 +213,7 @@ SETUPS: dict[str, list[tuple[str, Prepare]]] = {
     "docs/history.md": [("History(mem", configured_llm(text("Hello Alice!")))],
     "docs/llm.md": [("ask_json", configured_llm(text("Hi."), text('["The user said hi"]')))],
     "docs/mcp.md": [("mcp.client", served(key=False, expect=("dark mode",)))],
+    "docs/mem0.md": [("MemoryClient", served(key=True, expect=("without sugar",)))],
     "docs/portability.md": [("read_openclaw", openclaw_workspace),
                             ("import_history", sclaw_database)],
     "docs/postgres.md": [("postgresql://", postgres)],

@@ -12,8 +12,8 @@ An empty answer is an ``LLMError``, not "no facts": only "NONE" says that.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from clawmemory.cognition.base import SOURCES, clip
 from clawmemory.errors import LLMError
@@ -80,12 +80,14 @@ def remember_exchange(
     *,
     session_id: str | None = None,
     source_ids: Sequence[str] = (),
+    metadata: Mapping[str, Any] | None = None,
 ) -> list[str]:
     """Extract the exchange's facts and store them (kind ``fact``, source ``extraction``, the
-    exchange's episodes as ``source_ids``). Returns the new memory ids."""
+    exchange's episodes as ``source_ids``, each with ``metadata``). Returns the new memory
+    ids."""
     facts = extractor.extract(user, assistant)
     return mem.store_many(
         {"content": f, "kind": "fact", "source": SOURCES["extraction"], "session_id": session_id,
-         "source_ids": list(source_ids)}
+         "source_ids": list(source_ids), "metadata": metadata}
         for f in facts
     )

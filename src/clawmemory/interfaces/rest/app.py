@@ -17,7 +17,7 @@ from mcp.server.transport_security import TransportSecurityMiddleware, Transport
 
 from clawmemory import __version__
 from clawmemory.interfaces.mcp import HTTP_PATH, allowed_headers
-from clawmemory.interfaces.rest import inspector, routes
+from clawmemory.interfaces.rest import inspector, mem0, routes
 from clawmemory.interfaces.rest.common import ASGIApp, Service
 from clawmemory.interfaces.rest.gate import Gate
 
@@ -55,6 +55,7 @@ def build_app(service: Service, *, host: str, port: int, mcp_server: Any = None)
                   description="Long-term memory for LLM agents. See docs/rest.md.", **options)
     app.state.service = service
     routes.install(app)
+    mem0.install(app)
     inspector.install(app)
     if mcp_app is not None:
         app.router.routes.extend(mcp_app.routes)

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ACCESS", "COOKIE", "NAMESPACE", "NAMESPACE_HEADER", "ASGIApp", "Receive", "Scope",
            "Send", "Service", "error_response", "is_web", "problem", "read_cursor",
-           "write_cursor"]
+           "status_of", "write_cursor"]
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -84,9 +84,14 @@ def problem(status: int, title: str, detail: str, error: str, instance: str | No
                         media_type="application/problem+json")
 
 
+def status_of(exc: ClawMemoryError) -> tuple[int, str]:
+    """The HTTP status and title an engine error is answered with (``/v1`` and ``/mem0``)."""
+    return next(((s, t) for kind, s, t in _STATUS if isinstance(exc, kind)),
+                (500, "Internal error"))
+
+
 def error_response(exc: ClawMemoryError, instance: str | None = None) -> Response:
-    status, title = next(((s, t) for kind, s, t in _STATUS if isinstance(exc, kind)),
-                         (500, "Internal error"))
+    status, title = status_of(exc)
     headers = {"WWW-Authenticate": 'Bearer realm="clawmemory"'} if status == 401 else None
     return problem(status, title, str(exc), type(exc).__name__, instance, headers)
 
@@ -101,19 +106,25 @@ class Service:
     settings: ServerSettings
     loopback: bool
 
-    def access(self, token: str | None) -> Access:
+    def access(self, token: str | None, *, placeholder: bool = False) -> Access:
         """The access a request with this key (or none) has; AuthenticationError when it has
-        none. Runs in a worker thread (it reads the database)."""
-        if token:
+        none. ``placeholder``: a token is taken as no key where the server needs none (mem0's
+        client refuses to start without an api_key, so its users pass any text to an open
+        server). Runs in a worker thread (it reads the database)."""
+        if token and not (placeholder and self._open()):
             key = self.keys.verify(token) if self.keys is not None else None
             if key is None:
                 raise AuthenticationError("the API key is unknown, malformed or revoked")
             return Access.of(key)
-        if not self.loopback or (self.keys is not None and self.keys.required()):
+        if not self._open():
             raise AuthenticationError(
                 "this server needs an API key: send it as 'Authorization: Bearer KEY'"
                 " (`clawmem keys create` on the server makes one)")
         return Access(Role.ADMIN, None, self.memory.namespace)
+
+    def _open(self) -> bool:
+        """Whether a request without a key is served: loopback only, and no key exists."""
+        return self.loopback and not (self.keys is not None and self.keys.required())
 
     def view(self, access: Access, requested: str | None) -> Memory:
         """The memory of the namespace this request works in."""
@@ -123,8 +134,8 @@ class Service:
 
 
 def is_web(path: str) -> bool:
-    """Whether ``path`` is an inspector page (not the REST API, not MCP)."""
-    return not (path.startswith(("/v1/", "/mcp")) or path in ("/v1", "/openapi.json"))
+    """Whether ``path`` is an inspector page (not the REST API, its mem0 face, not MCP)."""
+    return not (path.startswith(("/v1/", "/mcp", "/mem0/")) or path in ("/v1", "/openapi.json"))
 
 
 # --- cursors -------------------------------------------------------------------------------------

@@ -5,9 +5,10 @@ inspector or the MCP endpoint sees it (ADR 0016), in this order:
    endpoint always did): 421 / 403.
 2. Bodies over ``[server] max_request_bytes`` are refused (413) before they are read in full.
 3. The API key: ``Authorization: Bearer KEY`` (the inspector also takes the key from the cookie
-   its login page sets). Once any key exists in the database, every request needs one (401);
-   a server bound beyond loopback needs one even when none exists. With no keys, a loopback
-   server serves its own user, every namespace.
+   its login page sets; the mem0-compatible routes, ``/mem0``, also ``Authorization: Token
+   KEY``, as mem0's client sends it). Once any key exists in the database, every request needs
+   one (401); a server bound beyond loopback needs one even when none exists. With no keys, a
+   loopback server serves its own user, every namespace (and ``/mem0`` takes any token then).
 4. The namespace: ``?namespace=NS`` or ``X-Clawmem-Namespace: NS``; by default the key's first
    namespace (no keys: the server's ``--namespace``). One the key is not bound to is refused
    (403), in the same words whether or not it exists.
@@ -15,6 +16,7 @@ inspector or the MCP endpoint sees it (ADR 0016), in this order:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import MutableMapping
 from typing import Any
 from urllib.parse import quote
@@ -39,17 +41,20 @@ from clawmemory.interfaces.rest.common import (
     is_web,
     problem,
 )
+from clawmemory.interfaces.rest.mem0 import error as mem0_error
+from clawmemory.interfaces.rest.mem0 import is_mem0
 
 __all__ = ["Gate"]
 
 _OPEN_PATHS = ("/login", "/v1/health", "/openapi.json")  # and /static/...: no data there
 
 
-def _bearer(scope: Scope) -> str | None:
+def _bearer(scope: Scope, path: str) -> str | None:
+    schemes = ("bearer", "token") if is_mem0(path) else ("bearer",)
     for name, value in scope.get("headers", ()):
         if name == b"authorization":
             scheme, _, token = bytes(value).decode("latin-1").partition(" ")
-            if scheme.lower() == "bearer" and token.strip():
+            if scheme.lower() in schemes and token.strip():
                 return token.strip()
             return "\x00"  # present but not a bearer key: refused like a wrong key
     return None
@@ -88,8 +93,9 @@ class Gate:
         await self.app(scope, receive, send)
 
     async def _admit(self, scope: Scope, path: str) -> None:
-        token = _bearer(scope) or (_cookie(scope) if is_web(path) else None)
-        access = await anyio.to_thread.run_sync(self.service.access, token)
+        token = _bearer(scope, path) or (_cookie(scope) if is_web(path) else None)
+        access = await anyio.to_thread.run_sync(functools.partial(
+            self.service.access, token, placeholder=is_mem0(path)))
         scope[ACCESS] = access
         if path.startswith("/mcp"):
             conn = HTTPConnection(scope)
@@ -103,6 +109,8 @@ class Gate:
         elif isinstance(exc, _BodyTooLargeError):
             response = problem(413, "Request body too large", str(exc), "InvalidInputError",
                                path)
+        elif is_mem0(path):
+            response = mem0_error(exc)
         else:
             response = error_response(exc, path)
         await response(scope, receive, send)

@@ -69,7 +69,8 @@ def _node_tools() -> tuple[str, str]:
                              check=True).stdout.strip()
     if int(version.lstrip("v").split(".")[0]) < 20:
         pytest.fail(f"the TypeScript client needs Node.js 20 or later; this node is {version}")
-    if not (PACKAGE / "node_modules" / ".bin" / "tsc").exists():
+    tools = PACKAGE / "node_modules" / ".bin"
+    if not ((tools / "tsc").exists() and (tools / "openapi-typescript").exists()):
         pytest.fail("clients/typescript/node_modules is missing or incomplete: run"
                     " `bash scripts/setup.sh` (it runs `npm ci` there)")
     return node, npm

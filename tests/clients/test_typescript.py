@@ -184,6 +184,35 @@ def test_the_node_tests_pass_against_a_real_server(built: Path, server: dict[str
         f"{declared} tests declared, node reported {counts}:\n{output[-6000:]}")
 
 
+# The ```ts examples of these pages, type-checked against the built package's declarations.
+EXAMPLES = (ROOT / "docs" / "typescript.md", PACKAGE / "README.md")
+TS_BLOCK = re.compile(r"^```ts\n(.*?)^```", re.M | re.S)
+
+
+def test_the_documented_examples_type_check(built: Path) -> None:
+    """Each example compiles with ``tsc --strict`` against dist/index.d.ts, importing the
+    package by its name; one that uses ``mem`` without making it gets it declared."""
+    check = built / "examples"
+    check.mkdir()
+    count = 0
+    for page in EXAMPLES:
+        for number, block in enumerate(TS_BLOCK.findall(page.read_text("utf-8")), 1):
+            # process.env without @types/node; `export {}` makes any block a module (top-level
+            # await)
+            prelude = ["declare const process: { env: Record<string, string | undefined> };",
+                       "export {};"]
+            if "const mem " not in block:
+                prelude.append('declare const mem: import("clawmemory").ClawMemory;')
+            name = f"{page.stem.lower()}-{number}.ts"
+            (check / name).write_text("\n".join([*prelude, block]), "utf-8")
+            count += 1
+    assert count >= 4, count
+    (check / "tsconfig.json").write_text(json.dumps({
+        "extends": "../tsconfig.json", "include": ["*.ts"],
+        "compilerOptions": {"noEmit": True, "rootDir": "."}}), "utf-8")
+    _run(str(built / "node_modules" / ".bin" / "tsc"), "-p", "examples", cwd=built)
+
+
 def test_npm_pack_ships_dist_readme_and_licence_only(tmp_path: Path) -> None:
     """From a copy with no dist/: packing builds it (the ``prepack`` script) and ships it."""
     _, npm = _node_tools()

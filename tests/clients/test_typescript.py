@@ -23,6 +23,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -82,10 +83,25 @@ def _env(**extra: str) -> dict[str, str]:
             "npm_config_fund": "false", "NO_COLOR": "1", **extra}
 
 
+def _completed(cmd: list[str], cwd: Path, env: dict[str, str],
+               timeout: float) -> subprocess.CompletedProcess[str]:
+    """``cmd`` run to the end in a process group of its own: npm runs its scripts in shells,
+    ``node --test`` each test file in a child, so on a timeout the whole group is killed, not
+    only the process started here."""
+    with subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, start_new_session=True) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+            pytest.fail(f"{' '.join(cmd)} ran past {timeout} s\n{out[-6000:]}\n{err[-6000:]}")
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
 def _run(*cmd: str, cwd: Path, env: dict[str, str] | None = None,
          timeout: float = STEP_TIMEOUT) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(list(cmd), cwd=cwd, capture_output=True, text=True,
-                          env=env or _env(), timeout=timeout, check=False)
+    proc = _completed(list(cmd), cwd, env or _env(), timeout)
     assert proc.returncode == 0, (
         f"{' '.join(cmd)} exited {proc.returncode} in {cwd}\n--- stdout\n{proc.stdout[-6000:]}"
         f"\n--- stderr\n{proc.stderr[-6000:]}")
@@ -170,9 +186,8 @@ def test_the_node_tests_pass_against_a_real_server(built: Path, server: dict[str
     node, _ = _node_tools()
     files = sorted(str(p.relative_to(built)) for p in (built / "test").glob("*.test.mjs"))
     assert files, "no clients/typescript/test/*.test.mjs"
-    proc = subprocess.run([node, "--test", "--test-reporter=spec", *files], cwd=built,
-                          capture_output=True, text=True, env=_env(**server), timeout=120,
-                          check=False)
+    proc = _completed([node, "--test", "--test-reporter=spec", *files], built, _env(**server),
+                      timeout=120)
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, f"node --test failed:\n{output[-12000:]}"
     # Every test() of the files ran and passed: none skipped, none lost to a bad import.

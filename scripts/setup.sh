@@ -31,6 +31,22 @@ if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; the
     echo "setup: install chromium and chromium-driver (apt) for the inspector's browser test" >&2
   fi
 fi
+# The TypeScript client's build tools (typescript, openapi-typescript: dev dependencies only),
+# exactly as package-lock.json pins them; again only when the lock file or package.json changed
+# (npm ci empties node_modules/, the stamp with it). Its tests (tests/clients/test_typescript.py)
+# need Node.js 20+ and fail, saying so, without it.
+ts=clients/typescript
+ts_stamp=$ts/node_modules/.clawmemory-setup
+if command -v node >/dev/null && command -v npm >/dev/null; then
+  ts_want="$(cat $ts/package.json $ts/package-lock.json | sha256sum | cut -c1-16)"
+  if [ ! -f "$ts_stamp" ] || [ "$(cat "$ts_stamp")" != "$ts_want" ]; then
+    (cd $ts && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+    echo "$ts_want" > "$ts_stamp"
+  fi
+else
+  echo "setup: install Node.js 20 or later (with npm) for the TypeScript client in $ts;" \
+       "its tests fail without it. Then run scripts/setup.sh again." >&2
+fi
 # Exports the model, or moves the weights of a folder exported before out of its graph
 # (model.onnx.data: ONNX Runtime maps them; clawmemory.embed.model_files.externalize).
 if [ ! -f "$model.data" ]; then

@@ -1,0 +1,242 @@
+"""``clawmem hooks``: automatic memory for Claude Code (docs/hooks.md).
+
+``clawmem hooks install claude-code`` writes the hook commands into Claude Code's settings;
+``clawmem hooks run EVENT`` is what those commands run: it reads the hook's JSON on stdin and
+answers as Claude Code expects. The logic (payload, transcript, cursor, context block, the
+settings merge) is ``adapters.claude_code``; this module reads stdin, opens the memory and
+writes the answer.
+
+``hooks run`` never blocks the agent: whatever goes wrong (bad JSON, server down, database
+locked, transcript missing) it exits 0 with one line on stderr and nothing on stdout. It is
+on the path of every prompt, so it imports neither ``common`` (the settings and the façade)
+nor the remote client: against a server it pays for typer and ``http.client`` only, and a
+local store is opened (``common.open_local``) only when there is something to ask or store.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from clawmemory.adapters.claude_code import (
+    EVENTS,
+    RECALL_EVENTS,
+    FacadeMemory,
+    HookMemory,
+    HttpMemory,
+    hook_config,
+    hook_output,
+    merge_settings,
+    parse_input,
+    recall_context,
+    settings_path,
+    state_dir,
+    store_turns,
+)
+from clawmemory.errors import ClawMemoryError, InvalidInputError
+from clawmemory.interfaces.cli.base import GlobalOptions, internal_error, say_error
+
+__all__ = ["register"]
+
+hooks_app = typer.Typer(
+    name="hooks",
+    help="Automatic memory for coding agents (Claude Code): recall before each prompt, store"
+    " the session's turns after each response and before compaction (docs/hooks.md).\n\n"
+    "Example: clawmem --url http://127.0.0.1:8765 hooks install claude-code",
+    no_args_is_help=True,
+)
+
+
+class Agent(StrEnum):
+    CLAUDE_CODE = "claude-code"
+
+
+class Scope(StrEnum):
+    USER = "user"
+    PROJECT = "project"
+    LOCAL = "local"
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``hooks`` group to ``app``, replacing an earlier one (registering twice is
+    harmless)."""
+    app.registered_groups = [g for g in app.registered_groups if g.name != "hooks"]
+    app.add_typer(hooks_app, name="hooks")
+
+
+# --- install ------------------------------------------------------------------------------------
+@hooks_app.command("install")
+def install(
+    ctx: typer.Context,
+    agent: Annotated[Agent, typer.Argument(help="The agent whose hooks to write.")],
+    scope: Annotated[Scope, typer.Option(
+        "--scope", case_sensitive=False,
+        help="user: ~/.claude/settings.json (every project; the default), project:"
+        " ./.claude/settings.json (shared with the repository), local:"
+        " ./.claude/settings.local.json (this project, not committed).")] = Scope.USER,
+    show: Annotated[bool, typer.Option(
+        "--print", help="Print the hooks JSON instead of writing the settings file.")] = False,
+    budget: Annotated[int | None, typer.Option(
+        "--budget", min=1, metavar="TOKENS",
+        help="Token budget of the recalled context. Default: context.hooks_budget_tokens.")
+    ] = None,
+    limit: Annotated[int | None, typer.Option(
+        "--limit", min=1, metavar="N",
+        help="Memories recalled per prompt. Default: context.hooks_recall_limit.")] = None,
+) -> None:
+    """Write the hooks that run `clawmem hooks run EVENT` into the agent's settings, merged
+    with what is there (other hooks are kept; installing again replaces ours). The global
+    options given here (--url, --db, --namespace, ...) are written into each command."""
+    from clawmemory.interfaces.cli.common import guarded
+
+    guarded(_install)(ctx, scope, show, budget, limit)
+
+
+def _install(ctx: typer.Context, scope: Scope, show: bool, budget: int | None,
+             limit: int | None) -> None:
+    from clawmemory.interfaces.cli.common import globals_of, print_json, settings_of
+
+    g = globals_of(ctx)
+    context = settings_of(g).context
+    recall_args = ["--budget", str(budget or context.hooks_budget_tokens),
+                   "--limit", str(limit or context.hooks_recall_limit)]
+    ours = hook_config(_command_prefix(g), recall_args=recall_args)
+    if g.api_key:
+        sys.stderr.write("note: the API key is not written into the settings; give it to the"
+                         " hooks as CLAWMEM_API_KEY in the environment Claude Code runs in\n")
+    if show:
+        print_json(ours)
+        return
+    path = settings_path(scope.value, cwd=Path.cwd(), home=Path.home())
+    merged = merge_settings(_read_settings(path), ours)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".clawmem-tmp")
+    tmp.write_text(json.dumps(merged, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    if g.json:
+        print_json({"path": str(path), "events": list(EVENTS), "hooks": ours["hooks"]})
+    else:
+        typer.echo(f"Claude Code hooks ({', '.join(EVENTS)}) written to {path}")
+
+
+def _command_prefix(g: GlobalOptions) -> list[str]:
+    """The executable running now (a venv's own clawmem, else this Python with -m), and the
+    global options given, a relative --db made absolute: hooks run in the project's
+    directory. Never the API key: settings files are read by others, committed even."""
+    script = Path(sys.argv[0])
+    if script.name == "clawmem" and script.is_file():
+        prefix = [str(script.resolve())]
+    else:
+        prefix = [sys.executable, "-m", "clawmemory.interfaces.cli"]
+    db = g.db
+    if db is not None and "://" not in db:
+        db = str(Path(db).expanduser().resolve())
+    given = {"--url": g.url, "--db": db, "--namespace": g.namespace,
+             "--backend": g.backend.value if g.backend else None, "--profile": g.profile,
+             "--agent": g.agent}
+    for option, value in given.items():
+        if value is not None:
+            prefix += [option, value]
+    return prefix
+
+
+def _read_settings(path: Path) -> dict[str, object]:
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8") or "{}")
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise InvalidInputError(f"{path} is not valid JSON ({exc}); fix it or move it away,"
+                                " then install again") from exc
+    if not isinstance(data, dict):
+        raise InvalidInputError(f"{path} does not hold a JSON object")
+    return data
+
+
+# --- run ----------------------------------------------------------------------------------------
+@hooks_app.command("run")
+def run(
+    ctx: typer.Context,
+    event: Annotated[str, typer.Argument(
+        metavar="EVENT", help=f"The hook event: {', '.join(EVENTS)}.")],
+    budget: Annotated[int | None, typer.Option(
+        "--budget", min=1, metavar="TOKENS",
+        help="Token budget of the recalled context. Default: context.hooks_budget_tokens.")
+    ] = None,
+    limit: Annotated[int | None, typer.Option(
+        "--limit", min=1, metavar="N",
+        help="Memories recalled. Default: context.hooks_recall_limit.")] = None,
+    mode: Annotated[str | None, typer.Option(
+        "--mode", metavar="MODE",
+        help="Recall mode: keyword, vector, hybrid or auto. Default: the server's with --url,"
+        " keyword on a local store (no embedding model to load on every prompt).")] = None,
+) -> None:
+    """Answer one Claude Code hook: the hook's JSON on stdin; for SessionStart and
+    UserPromptSubmit the recalled context on stdout. Always exits 0: on failure one line on
+    stderr and nothing on stdout, so the agent is never blocked."""
+    g = ctx.ensure_object(GlobalOptions)
+    try:
+        answer = _answer(g, event, sys.stdin.buffer.read(), budget, limit, mode)
+    except (ClawMemoryError, OSError) as exc:
+        say_error(f"clawmem hooks run {event}: {exc} (nothing was blocked)")
+        return
+    except Exception as exc:  # a bug must not block the agent either
+        say_error(f"clawmem hooks run {event}: {internal_error(exc)}")
+        return
+    if answer:
+        sys.stdout.write(answer + "\n")
+        sys.stdout.flush()
+
+
+def _answer(g: GlobalOptions, event: str, raw: bytes, budget: int | None, limit: int | None,
+            mode: str | None) -> str:
+    hook = parse_input(raw, event)
+    with _lazy_memory(g, mode) as memory:
+        if event in RECALL_EVENTS:
+            if budget is None or limit is None:  # installed hooks always pass both
+                from clawmemory.interfaces.cli.common import settings_of
+
+                context = settings_of(g).context
+                budget = budget or context.hooks_budget_tokens
+                limit = limit or context.hooks_recall_limit
+            found = recall_context(memory, hook, budget_tokens=budget, limit=limit)
+            return hook_output(event, found)
+        store_turns(memory, hook, directory=state_dir(), target=g.url or g.db or "")
+        return ""
+
+
+@contextmanager
+def _lazy_memory(g: GlobalOptions, mode: str | None) -> Iterator[Callable[[], HookMemory]]:
+    """A function opening the memory on its first call (closed when the block ends): a
+    prompt with nothing to ask, or a Stop with nothing new, opens nothing."""
+    with ExitStack() as stack:
+        opened: list[HookMemory] = []
+
+        def memory() -> HookMemory:
+            if not opened:
+                opened.append(stack.enter_context(_open(g, mode)))
+            return opened[0]
+
+        yield memory
+
+
+@contextmanager
+def _open(g: GlobalOptions, mode: str | None) -> Iterator[HookMemory]:
+    if g.url:
+        with HttpMemory(g.url, api_key=g.api_key, namespace=g.namespace, mode=mode) as remote:
+            yield remote
+        return
+    from clawmemory.interfaces.cli.common import open_local
+
+    # Vectors are queued, not computed: storing a turn must not load the embedding model
+    # (a server, `clawmem maintain` or `backfill` fill them); keyword recall sees it at once.
+    with open_local(g.db, g.namespace, g.backend.value if g.backend else None,
+                    vector_writes="queue", agent=g.agent, profile=g.profile) as mem:
+        yield FacadeMemory(mem, mode or "keyword")

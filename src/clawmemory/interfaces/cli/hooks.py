@@ -16,8 +16,9 @@ local store is opened (``common.open_local``) only when there is something to as
 from __future__ import annotations
 
 import json
+import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from enum import StrEnum
 from pathlib import Path
@@ -40,10 +41,11 @@ from clawmemory.adapters.claude_code import (
     state_dir,
     store_turns,
 )
+from clawmemory.choices import Backend
 from clawmemory.errors import ClawMemoryError, InvalidInputError
 from clawmemory.interfaces.cli.base import GlobalOptions, internal_error, say_error
 
-__all__ = ["register"]
+__all__ = ["fast_run", "register", "run_hook"]
 
 hooks_app = typer.Typer(
     name="hooks",
@@ -181,7 +183,12 @@ def run(
     """Answer one Claude Code hook: the hook's JSON on stdin; for SessionStart and
     UserPromptSubmit the recalled context on stdout. Always exits 0: on failure one line on
     stderr and nothing on stdout, so the agent is never blocked."""
-    g = ctx.ensure_object(GlobalOptions)
+    run_hook(ctx.ensure_object(GlobalOptions), event, budget, limit, mode)
+
+
+def run_hook(g: GlobalOptions, event: str, budget: int | None, limit: int | None,
+             mode: str | None) -> None:
+    """``hooks run``'s body, reached through typer or ``fast_run``."""
     try:
         answer = _answer(g, event, sys.stdin.buffer.read(), budget, limit, mode)
     except (ClawMemoryError, OSError) as exc:
@@ -240,3 +247,80 @@ def _open(g: GlobalOptions, mode: str | None) -> Iterator[HookMemory]:
     with open_local(g.db, g.namespace, g.backend.value if g.backend else None,
                     vector_writes="queue", agent=g.agent, profile=g.profile) as mem:
         yield FacadeMemory(mem, mode or "keyword")
+
+
+# --- the fast path ------------------------------------------------------------------------------
+# typer coerces every parameter through pydantic (~0.1 s of imports, a third of the budget of a
+# hook on every prompt), so `app.main` hands a plain `hooks run` line to `fast_run`, which parses
+# the few options such a line has itself. Anything else (--help, an unknown option, a bad value)
+# goes to typer as before, which reports it. tests/interfaces/test_hooks.py checks these tables
+# against the app's global options.
+GLOBAL_VALUED = {"--db": "db", "--namespace": "namespace", "-n": "namespace",
+                 "--backend": "backend", "--url": "url", "--api-key": "api_key",
+                 "--profile": "profile", "--agent": "agent"}
+GLOBAL_FLAGS = {"--json": "json"}
+_RUN_OPTIONS = ("--budget", "--limit", "--mode")
+_ENVIRONMENT = {"db": "CLAWMEM_DB", "namespace": "CLAWMEM_NAMESPACE", "backend": "CLAWMEM_BACKEND",
+                "url": "CLAWMEM_URL", "api_key": "CLAWMEM_API_KEY", "profile": "CLAWMEM_PROFILE",
+                "agent": "CLAWMEM_AGENT"}
+
+
+def fast_run(args: Sequence[str]) -> int | None:
+    """Run ``args`` (the command line after ``clawmem``) without typer when it is a plain
+    ``[global options] hooks run EVENT [--budget N] [--limit N] [--mode M]``; None otherwise."""
+    parsed = _parse(args)
+    if parsed is None:
+        return None
+    given, words, run_opts = parsed
+    if words[:2] != ["hooks", "run"] or len(words) != 3:
+        return None
+    values = {name: given.get(name) or os.environ.get(var) or None
+              for name, var in _ENVIRONMENT.items()}
+    budget, limit = _positive(run_opts.get("--budget")), _positive(run_opts.get("--limit"))
+    url, backend = values["url"], values["backend"]
+    if 0 in (budget, limit) or (url and not url.startswith(("http://", "https://"))):
+        return None
+    try:
+        chosen = Backend(backend.lower()) if backend else None
+    except ValueError:
+        return None
+    g = GlobalOptions(db=values["db"], namespace=values["namespace"], backend=chosen,
+                      json="json" in given, url=url, api_key=values["api_key"],
+                      profile=values["profile"], agent=values["agent"])
+    run_hook(g, words[2], budget or None, limit or None, run_opts.get("--mode"))
+    return 0
+
+
+def _parse(args: Sequence[str]) -> tuple[dict[str, str], list[str], dict[str, str]] | None:
+    """(global options, positional words, run options), or None for anything else."""
+    given: dict[str, str] = {}
+    words: list[str] = []
+    run_opts: dict[str, str] = {}
+    i = 0
+    while i < len(args):
+        token = args[i]
+        name, eq, inline = token.partition("=") if token.startswith("--") else (token, "", "")
+        if name in GLOBAL_FLAGS and not eq:
+            given[GLOBAL_FLAGS[name]] = "1"
+        elif name in GLOBAL_VALUED or name in _RUN_OPTIONS:
+            if not eq and i + 1 >= len(args):
+                return None
+            value = inline if eq else args[i + 1]
+            i += 0 if eq else 1
+            if name in _RUN_OPTIONS:
+                run_opts[name] = value
+            else:
+                given[GLOBAL_VALUED[name]] = value
+        elif token.startswith("-"):
+            return None  # --help, --version, a misspelling: typer's to answer
+        else:
+            words.append(token)
+        i += 1
+    return given, words, run_opts
+
+
+def _positive(value: str | None) -> int | None:
+    """The integer in ``value``; None when not given; 0 when not a positive integer."""
+    if value is None:
+        return None
+    return int(value) if value.isdigit() and int(value) > 0 else 0

@@ -3,7 +3,7 @@
 ``clawmem hooks install claude-code`` writes the hook commands into Claude Code's settings;
 ``clawmem hooks run EVENT`` is what those commands run: it reads the hook's JSON on stdin and
 answers as Claude Code expects. The logic (payload, transcript, cursor, context block, the
-settings merge) is ``adapters.claude_code``; this module reads stdin, opens the memory and
+settings merge) is ``hooks.claude_code``; this module reads stdin, opens the memory and
 writes the answer.
 
 ``hooks run`` never blocks the agent: whatever goes wrong (bad JSON, server down, database
@@ -20,15 +20,20 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from clawmemory.adapters.claude_code import (
+from clawmemory.choices import Backend
+from clawmemory.errors import ClawMemoryError, InvalidInputError
+from clawmemory.hooks.claude_code import (
     EVENTS,
+    RECALL_DEADLINE_S,
     RECALL_EVENTS,
+    STORE_DEADLINE_S,
     FacadeMemory,
     HookMemory,
     HttpMemory,
@@ -41,8 +46,6 @@ from clawmemory.adapters.claude_code import (
     state_dir,
     store_turns,
 )
-from clawmemory.choices import Backend
-from clawmemory.errors import ClawMemoryError, InvalidInputError
 from clawmemory.interfaces.cli.base import GlobalOptions, internal_error, say_error
 
 __all__ = ["fast_run", "register", "run_hook"]
@@ -179,19 +182,36 @@ def run(
         "--mode", metavar="MODE",
         help="Recall mode: keyword, vector, hybrid or auto. Default: the server's with --url,"
         " keyword on a local store (no embedding model to load on every prompt).")] = None,
+    deadline: Annotated[float | None, typer.Option(
+        "--deadline", min=0.1, metavar="SECONDS",
+        help=f"Give up after this long (one line on stderr), before Claude Code's own timeout"
+        f" kills the hook. Default: {RECALL_DEADLINE_S:g} s for SessionStart and"
+        f" UserPromptSubmit, {STORE_DEADLINE_S:g} s for the others.")] = None,
 ) -> None:
     """Answer one Claude Code hook: the hook's JSON on stdin; for SessionStart and
     UserPromptSubmit the recalled context on stdout. Always exits 0: on failure one line on
     stderr and nothing on stdout, so the agent is never blocked."""
-    run_hook(ctx.ensure_object(GlobalOptions), event, budget, limit, mode)
+    run_hook(ctx.ensure_object(GlobalOptions), event, RunOptions(budget, limit, mode, deadline))
 
 
-def run_hook(g: GlobalOptions, event: str, budget: int | None, limit: int | None,
-             mode: str | None) -> None:
+@dataclass(frozen=True)
+class RunOptions:
+    """``hooks run``'s own options (None: the default)."""
+
+    budget: int | None = None
+    limit: int | None = None
+    mode: str | None = None
+    deadline: float | None = None
+
+
+def run_hook(g: GlobalOptions, event: str, opts: RunOptions) -> None:
     """``hooks run``'s body, reached through typer or ``fast_run``."""
+    seconds = opts.deadline or (RECALL_DEADLINE_S if event in RECALL_EVENTS
+                                else STORE_DEADLINE_S)
     try:
-        answer = _answer(g, event, sys.stdin.buffer.read(), budget, limit, mode)
-    except (ClawMemoryError, OSError) as exc:
+        with _deadline(seconds):
+            answer = _answer(g, event, sys.stdin.buffer.read(), opts)
+    except (ClawMemoryError, OSError) as exc:  # TimeoutError included
         say_error(f"clawmem hooks run {event}: {exc} (nothing was blocked)")
         return
     except Exception as exc:  # a bug must not block the agent either
@@ -202,10 +222,33 @@ def run_hook(g: GlobalOptions, event: str, budget: int | None, limit: int | None
         sys.stdout.flush()
 
 
-def _answer(g: GlobalOptions, event: str, raw: bytes, budget: int | None, limit: int | None,
-            mode: str | None) -> str:
+@contextmanager
+def _deadline(seconds: float) -> Iterator[None]:
+    """Raise ``TimeoutError`` in this (the main) thread after ``seconds``: a locked database
+    makes the store retry for a minute, longer than Claude Code waits. Where there is no
+    SIGALRM (Windows), Claude Code's own timeout is the only one."""
+    import signal
+
+    if not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def expire(signum: int, frame: object) -> None:
+        raise TimeoutError(f"gave up after {seconds:g} s (--deadline)")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _answer(g: GlobalOptions, event: str, raw: bytes, opts: RunOptions) -> str:
     hook = parse_input(raw, event)
-    with _lazy_memory(g, mode) as memory:
+    budget, limit = opts.budget, opts.limit
+    with _lazy_memory(g, opts.mode) as memory:
         if event in RECALL_EVENTS:
             if budget is None or limit is None:  # installed hooks always pass both
                 from clawmemory.interfaces.cli.common import settings_of
@@ -259,7 +302,7 @@ GLOBAL_VALUED = {"--db": "db", "--namespace": "namespace", "-n": "namespace",
                  "--backend": "backend", "--url": "url", "--api-key": "api_key",
                  "--profile": "profile", "--agent": "agent"}
 GLOBAL_FLAGS = {"--json": "json"}
-_RUN_OPTIONS = ("--budget", "--limit", "--mode")
+_RUN_OPTIONS = ("--budget", "--limit", "--mode", "--deadline")
 _ENVIRONMENT = {"db": "CLAWMEM_DB", "namespace": "CLAWMEM_NAMESPACE", "backend": "CLAWMEM_BACKEND",
                 "url": "CLAWMEM_URL", "api_key": "CLAWMEM_API_KEY", "profile": "CLAWMEM_PROFILE",
                 "agent": "CLAWMEM_AGENT"}
@@ -274,20 +317,28 @@ def fast_run(args: Sequence[str]) -> int | None:
     given, words, run_opts = parsed
     if words[:2] != ["hooks", "run"] or len(words) != 3:
         return None
+    # From here on the line is a hook's: a bad value is reported, never a usage error (exit 2
+    # would block the agent).
     values = {name: given.get(name) or os.environ.get(var) or None
               for name, var in _ENVIRONMENT.items()}
     budget, limit = _positive(run_opts.get("--budget")), _positive(run_opts.get("--limit"))
+    deadline = _seconds(run_opts.get("--deadline"))
     url, backend = values["url"], values["backend"]
-    if 0 in (budget, limit) or (url and not url.startswith(("http://", "https://"))):
-        return None
+    problem = ("--budget and --limit take a positive integer" if 0 in (budget, limit)
+               else "--deadline takes a number of seconds" if deadline == 0
+               else f"--url must be an http:// or https:// address, not {url!r}"
+               if url and not url.startswith(("http://", "https://")) else None)
     try:
         chosen = Backend(backend.lower()) if backend else None
     except ValueError:
-        return None
+        problem = f"unknown backend {backend!r}"
+    if problem:
+        say_error(f"clawmem hooks run {words[2]}: {problem} (nothing was blocked)")
+        return 0
     g = GlobalOptions(db=values["db"], namespace=values["namespace"], backend=chosen,
                       json="json" in given, url=url, api_key=values["api_key"],
                       profile=values["profile"], agent=values["agent"])
-    run_hook(g, words[2], budget or None, limit or None, run_opts.get("--mode"))
+    run_hook(g, words[2], RunOptions(budget, limit, run_opts.get("--mode"), deadline))
     return 0
 
 
@@ -312,7 +363,7 @@ def _parse(args: Sequence[str]) -> tuple[dict[str, str], list[str], dict[str, st
             else:
                 given[GLOBAL_VALUED[name]] = value
         elif token.startswith("-"):
-            return None  # --help, --version, a misspelling: typer's to answer
+            return None  # --help, --version, an option unknown here: typer's to answer
         else:
             words.append(token)
         i += 1
@@ -324,3 +375,14 @@ def _positive(value: str | None) -> int | None:
     if value is None:
         return None
     return int(value) if value.isdigit() and int(value) > 0 else 0
+
+
+def _seconds(value: str | None) -> float | None:
+    """The positive number in ``value``; None when not given; 0 when not one."""
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        return 0
+    return seconds if 0 < seconds < float("inf") else 0

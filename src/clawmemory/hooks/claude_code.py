@@ -46,10 +46,10 @@ if TYPE_CHECKING:
     from clawmemory.api import MemoryAPI
 
 __all__ = [
-    "EVENTS", "RECALL_EVENTS", "STORE_EVENTS", "FacadeMemory", "HookInput", "HookMemory",
-    "HttpMemory", "Recalled", "Turn", "context_block", "hook_config", "hook_output",
-    "merge_settings", "parse_input", "read_turns", "recall_context", "settings_path",
-    "state_dir", "store_turns",
+    "EVENTS", "RECALL_DEADLINE_S", "RECALL_EVENTS", "STORE_DEADLINE_S", "STORE_EVENTS",
+    "FacadeMemory", "HookInput", "HookMemory", "HttpMemory", "Recalled", "Turn",
+    "context_block", "hook_config", "hook_output", "merge_settings", "parse_input",
+    "read_turns", "recall_context", "settings_path", "state_dir", "store_turns",
 ]
 
 RECALL_EVENTS = ("SessionStart", "UserPromptSubmit")
@@ -61,6 +61,9 @@ EVENTS = (*RECALL_EVENTS, *STORE_EVENTS)
 # store event may write many turns at once (the whole session when only SessionEnd is left).
 RECALL_TIMEOUT_S = 15
 STORE_TIMEOUT_S = 60
+# Our own limits, under those: a hook that gives up says why on one line; a killed one cannot.
+RECALL_DEADLINE_S = 10.0
+STORE_DEADLINE_S = 50.0
 HTTP_TIMEOUT_S = 10.0
 MAX_QUERY_CHARS = 2_000  # a pasted log is not a better query than its first lines
 MAX_ENTRY_CHARS = 600  # one recalled memory in the block: a long turn must not eat the budget

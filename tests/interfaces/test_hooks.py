@@ -435,3 +435,34 @@ def test_the_context_block_keeps_rank_order_within_the_budget() -> None:
 def test_merge_refuses_settings_whose_hooks_are_not_an_object() -> None:
     with pytest.raises(InvalidInputError):
         merge_settings({"hooks": []}, {"hooks": {}})
+
+
+def test_typer_s_path_answers_as_the_fast_path_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The same hook line parsed by typer (the fast path switched off) stores and answers the
+    same, and still exits 0 on a failure."""
+    import io
+
+    from clawmemory.interfaces.cli.app import main
+
+    db, log = tmp_path / "m.db", tmp_path / "t.jsonl"
+    write_lines(log, first_session("s"))
+    monkeypatch.setattr(cli_hooks, "fast_run", lambda args: None)
+
+    def run(event: str, stdin: str, *extra: str) -> tuple[int, str, str]:
+        monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(stdin.encode())))
+        code = main(["--db", str(db), "hooks", "run", event, *extra])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    assert run("Stop", payload("Stop", "s", log, tmp_path)) == (0, "", "")
+    code, out, err = run("UserPromptSubmit", payload("UserPromptSubmit", "later", log,
+                                                     tmp_path, prompt="staging port?"),
+                         "--budget", "200", "--limit", "3")
+    assert (code, err) == (0, "") and "5433" in json.loads(out)["hookSpecificOutput"][
+        "additionalContext"]
+    code, out, err = run("Stop", "{broken")
+    assert (code, out) == (0, "") and err.startswith("error: clawmem hooks run Stop:")
+    with Memory.open(db) as mem:
+        assert turns_of(mem, "s") == EXPECTED_FIRST[:2]

@@ -69,6 +69,15 @@ class Scope(StrEnum):
     LOCAL = "local"
 
 
+# The recall options of both commands: install writes them into the recall hooks' commands.
+BudgetOpt = Annotated[int | None, typer.Option(
+    "--budget", min=1, metavar="TOKENS",
+    help="Token budget of the recalled context. Default: context.hooks_budget_tokens.")]
+LimitOpt = Annotated[int | None, typer.Option(
+    "--limit", min=1, metavar="N",
+    help="Memories recalled per prompt. Default: context.hooks_recall_limit.")]
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``hooks`` group to ``app``, replacing an earlier one (registering twice is
     harmless)."""
@@ -88,13 +97,8 @@ def install(
         " ./.claude/settings.local.json (this project, not committed).")] = Scope.USER,
     show: Annotated[bool, typer.Option(
         "--print", help="Print the hooks JSON instead of writing the settings file.")] = False,
-    budget: Annotated[int | None, typer.Option(
-        "--budget", min=1, metavar="TOKENS",
-        help="Token budget of the recalled context. Default: context.hooks_budget_tokens.")
-    ] = None,
-    limit: Annotated[int | None, typer.Option(
-        "--limit", min=1, metavar="N",
-        help="Memories recalled per prompt. Default: context.hooks_recall_limit.")] = None,
+    budget: BudgetOpt = None,
+    limit: LimitOpt = None,
 ) -> None:
     """Write the hooks that run `clawmem hooks run EVENT` into the agent's settings, merged
     with what is there (other hooks are kept; installing again replaces ours). The global
@@ -171,13 +175,8 @@ def run(
     ctx: typer.Context,
     event: Annotated[str, typer.Argument(
         metavar="EVENT", help=f"The hook event: {', '.join(EVENTS)}.")],
-    budget: Annotated[int | None, typer.Option(
-        "--budget", min=1, metavar="TOKENS",
-        help="Token budget of the recalled context. Default: context.hooks_budget_tokens.")
-    ] = None,
-    limit: Annotated[int | None, typer.Option(
-        "--limit", min=1, metavar="N",
-        help="Memories recalled. Default: context.hooks_recall_limit.")] = None,
+    budget: BudgetOpt = None,
+    limit: LimitOpt = None,
     mode: Annotated[str | None, typer.Option(
         "--mode", metavar="MODE",
         help="Recall mode: keyword, vector, hybrid or auto. Default: the server's with --url,"

@@ -466,3 +466,28 @@ def test_typer_s_path_answers_as_the_fast_path_does(
     assert (code, out) == (0, "") and err.startswith("error: clawmem hooks run Stop:")
     with Memory.open(db) as mem:
         assert turns_of(mem, "s") == EXPECTED_FIRST[:2]
+
+
+def test_a_server_with_keys_takes_the_key_from_the_environment(tmp_path: Path) -> None:
+    """Install never writes the key; the hooks read CLAWMEM_API_KEY, and a wrong one is one
+    line on stderr, not a blocked prompt."""
+    from clawmemory.auth import Keys, key_store_for
+
+    db, ask = tmp_path / "k.db", payload("UserPromptSubmit", "now", tmp_path / "none.jsonl",
+                                         tmp_path, prompt="which port for staging?")
+    with Memory.open(db) as mem:
+        mem.observe("user", "Staging listens on port 5433", "earlier")
+        _, secret = Keys(key_store_for(mem.store_backend)).create(["default"], "write")
+        with serving(mem, loopback=False) as url:
+            def hook(key: str) -> subprocess.CompletedProcess[str]:
+                return subprocess.run(
+                    [str(CLAWMEM), "--url", url, "hooks", "run", "UserPromptSubmit"], input=ask,
+                    capture_output=True, text=True, cwd=tmp_path, timeout=120, check=False,
+                    env={**os.environ, "CLAWMEM_API_KEY": key})
+
+            good, bad = hook(secret), hook("cm_wrong")
+    assert (good.returncode, good.stderr) == (0, "")
+    assert "5433" in json.loads(good.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert (bad.returncode, bad.stdout) == (0, "")
+    assert bad.stderr.startswith("error: clawmem hooks run UserPromptSubmit: the clawmemory"
+                                 " server answered 401"), bad.stderr

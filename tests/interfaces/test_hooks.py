@@ -357,8 +357,10 @@ def test_install_merges_into_existing_settings_and_is_idempotent(tmp_path: Path)
         },
     }
     settings.write_text(json.dumps(theirs))
+    settings.chmod(0o600)
     first = clawmem("hooks", "install", "claude-code", "--scope", "project", cwd=tmp_path)
     assert first.rc == 0, first.err
+    assert settings.stat().st_mode & 0o777 == 0o600
     once = json.loads(settings.read_text())
     assert once["permissions"] == theirs["permissions"]
     assert once["hooks"]["PreToolUse"] == theirs["hooks"]["PreToolUse"]

@@ -128,6 +128,8 @@ def _install(ctx: typer.Context, scope: Scope, show: bool, budget: int | None,
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".clawmem-tmp")
     tmp.write_text(json.dumps(merged, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    if path.exists():  # a settings file kept private stays private
+        tmp.chmod(path.stat().st_mode & 0o777)
     tmp.replace(path)
     if g.json:
         print_json({"path": str(path), "events": list(EVENTS), "hooks": ours["hooks"]})

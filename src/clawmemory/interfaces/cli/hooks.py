@@ -9,8 +9,9 @@ writes the answer.
 ``hooks run`` never blocks the agent: whatever goes wrong (bad JSON, server down, database
 locked, transcript missing) it exits 0 with one line on stderr and nothing on stdout. It is
 on the path of every prompt, so it imports neither ``common`` (the settings and the façade)
-nor the remote client: against a server it pays for typer and ``http.client`` only, and a
-local store is opened (``common.open_local``) only when there is something to ask or store.
+nor the remote client, and a plain hook line bypasses typer's parsing (``fast_run``, below):
+against a server a hook pays for importing typer and ``http.client`` only, and a local store
+is opened (``common.open_local``) only when there is something to ask or store.
 """
 
 from __future__ import annotations

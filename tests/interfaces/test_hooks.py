@@ -132,6 +132,8 @@ def second_half(s: str) -> list[dict[str, Any]]:
         user([text("Deploys to staging need the VPN profile 'ops-eu'.")], s, 8),
         assistant([text("Understood: deploys go through the ops-eu VPN profile.")], s, 9),
         user("subagent prompt", s, 10, isSidechain=True),
+        user(f"<user-prompt-submit-hook>{CONTEXT_OPEN}\n- [user] recalled\n{CONTEXT_CLOSE}"
+             "</user-prompt-submit-hook>", s, 11, isMeta=False),
     ]
 
 

@@ -72,6 +72,7 @@ HEADER = "Memories from earlier sessions (clawmemory); use them only where they 
 
 # The scaffolding Claude Code writes as user messages around slash commands: not the user's words.
 _COMMAND_NOISE = ("<command-name>", "<command-message>", "<command-args>", "<local-command-")
+_EMPTY_TAGS = re.compile(r"<([A-Za-z][\w-]*)>\s*</\1>")
 
 
 # --- the hook's input -------------------------------------------------------------------------
@@ -354,7 +355,9 @@ def _turn_text(line: bytes) -> tuple[str | None, str]:
                               and b.get("type") == "text" and isinstance(b.get("text"), str))
     if not isinstance(content, str) or content.lstrip().startswith(_COMMAND_NOISE):
         return None, ""
-    text = strip_memory_context(content).strip()
+    # Hook output Claude Code recorded in a wrapper (``<user-prompt-submit-hook>...``) leaves
+    # the empty wrapper behind once the block is stripped: not words either.
+    text = _EMPTY_TAGS.sub("", strip_memory_context(content)).strip()
     return (str(entry["type"]), text) if text else (None, "")
 
 

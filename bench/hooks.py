@@ -93,6 +93,18 @@ def timed(cmd: Sequence[str], stdin: str, env: dict[str, str], cwd: Path) -> tup
     return ms, done.stdout
 
 
+def http_recall(url: str) -> float:
+    """Milliseconds of the recall a UserPromptSubmit hook sends, without the process around it
+    (the server's share of the hook's time)."""
+    from clawmemory.hooks.claude_code import HttpMemory
+
+    with HttpMemory(url) as mem:
+        start = time.perf_counter()
+        mem.recall("which port does the staging database listen on?", limit=8,
+                   exclude_session_id="cc-new")
+        return (time.perf_counter() - start) * 1000
+
+
 def row(name: str, samples: list[float]) -> str:
     p95 = statistics.quantiles(samples, n=20)[-1] if len(samples) >= 2 else samples[0]
     return (f"| {name} | {len(samples)} | {statistics.median(samples):.0f} | {p95:.0f} |"
@@ -137,6 +149,8 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row("UserPromptSubmit, --url (hybrid on the server), warm",
                             [timed([*remote, *PROMPT], ask, env, work)[0]
                              for _ in range(args.runs)]))
+            rows.append(row("the same recall alone: one HTTP request from a warm process",
+                            [http_recall(url) for _ in range(args.runs)]))
             stops = []
             for i in range(args.runs):
                 path = work / f"t{i}.jsonl"

@@ -34,7 +34,7 @@ from clawmemory.hooks.claude_code import (
     merge_settings,
     read_turns,
 )
-from clawmemory.interfaces.cli import hooks as cli_hooks
+from clawmemory.interfaces.cli import hookrun
 from clawmemory.interfaces.cli.app import app
 from clawmemory.text import CONTEXT_CLOSE, CONTEXT_OPEN
 from rest_server import serving
@@ -288,9 +288,9 @@ def test_a_locked_database_does_not_block_the_prompt(tmp_path: Path) -> None:
             EXPECTED_FIRST[0], ("assistant", "Noted: staging Postgres listens on 5433.")]
 
 
-def test_the_hook_path_loads_neither_typer_s_pydantic_nor_the_settings(tmp_path: Path) -> None:
+def test_the_hook_path_loads_neither_typer_nor_the_settings(tmp_path: Path) -> None:
     probe = ("import sys\nfrom clawmemory.interfaces.cli import main\nmain(sys.argv[1:])\n"
-             "print(sorted(m for m in ('pydantic', 'httpx', 'clawmemory.config') "
+             "print(sorted(m for m in ('typer', 'pydantic', 'httpx', 'clawmemory.config') "
              "if m in sys.modules))\n")
     done = subprocess.run(
         [sys.executable, "-c", probe, "--url", "http://127.0.0.1:9", "hooks", "run",
@@ -307,10 +307,10 @@ def test_the_fast_path_knows_every_global_option_of_the_app() -> None:
     valued = {o for p in options if not getattr(p, "is_flag", False) for o in p.opts}
     flags = {o for p in options if getattr(p, "is_flag", False) for o in p.opts}
     flags -= {"--version", "--help", "-h"}
-    assert valued == set(cli_hooks.GLOBAL_VALUED)
-    assert flags == set(cli_hooks.GLOBAL_FLAGS)
-    assert cli_hooks.fast_run(["hooks", "run", "--help"]) is None  # typer shows the help
-    assert cli_hooks.fast_run(["recall", "run"]) is None
+    assert valued == set(hookrun.GLOBAL_VALUED)
+    assert flags == set(hookrun.GLOBAL_FLAGS)
+    assert hookrun.fast_run(["hooks", "run", "--help"]) is None  # typer shows the help
+    assert hookrun.fast_run(["recall", "run"]) is None
 
 
 def test_hooks_run_help_still_comes_from_typer(tmp_path: Path) -> None:
@@ -444,15 +444,14 @@ def test_merge_refuses_settings_whose_hooks_are_not_an_object() -> None:
 def test_typer_s_path_answers_as_the_fast_path_does(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """The same hook line parsed by typer (the fast path switched off) stores and answers the
-    same, and still exits 0 on a failure."""
+    """The same hook line parsed by typer (``app.main``: the package's ``main`` has the fast
+    path) stores and answers the same, and still exits 0 on a failure."""
     import io
 
     from clawmemory.interfaces.cli.app import main
 
     db, log = tmp_path / "m.db", tmp_path / "t.jsonl"
     write_lines(log, first_session("s"))
-    monkeypatch.setattr(cli_hooks, "fast_run", lambda args: None)
 
     def run(event: str, stdin: str, *extra: str) -> tuple[int, str, str]:
         monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(stdin.encode())))

@@ -14,7 +14,6 @@ command modules -> ``common`` -> ``base``; exit codes: see ``base``.
 from __future__ import annotations
 
 import importlib
-import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -182,14 +181,10 @@ def register_extensions(target: typer.Typer) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``clawmem`` console script. Returns the exit code."""
-    args = sys.argv[1:] if argv is None else list(argv)
-    if "hooks" in args and "run" in args:  # a coding agent's every prompt waits for this one
-        answered = _module("hooks").fast_run(args)  # without typer's ~0.1 s (hooks.py)
-        if answered is not None:
-            return int(answered)
     command = typer.main.get_command(app)
     try:
-        result = command.main(args=args, prog_name="clawmem", standalone_mode=False)
+        result = command.main(args=None if argv is None else list(argv), prog_name="clawmem",
+                              standalone_mode=False)
     except typer.TyperException as exc:  # click's usage errors: bad option, missing argument
         usage_ctx = getattr(exc, "ctx", None)
         hint = f" (see '{usage_ctx.command_path} --help')" if usage_ctx is not None else ""

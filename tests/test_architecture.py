@@ -47,6 +47,10 @@ DEFERRED: dict[str, str] = {
         "the notes watcher, storage.mirror_dir",
     "clawmemory.interfaces.cli.chat -> clawmemory.agent":
         "the agent and its LLM steps (~0.1 s of every other command's start)",
+    "clawmemory.interfaces.cli.hooks -> clawmemory.interfaces.cli.common":
+        "the settings and the façade (~0.3 s), which `hooks run` must not load with `hooks`",
+    "clawmemory.interfaces.cli.hookrun -> clawmemory.interfaces.cli.common":
+        "the settings and the façade (~0.3 s): `hooks run` is on the path of every prompt",
 }
 
 

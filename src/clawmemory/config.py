@@ -513,6 +513,13 @@ class LLMSettings(Section):
 RESPONSE_CACHE_FILE = "response_cache.json"  # 000: ~/.ptrclaw/response_cache.json
 
 
+# Claude Code hooks (docs/hooks.md): what UserPromptSubmit and SessionStart may add to the
+# agent's context on every prompt. ~1000 tokens is eight short memories, well under 1% of a
+# coding agent's window, and leaves room for the agent's own instructions.
+HOOKS_BUDGET_TOKENS = 1000
+HOOKS_RECALL_LIMIT = 8
+
+
 class ContextSettings(Section):
     """Context injection (``context.py``); the token estimate itself (words × 1.3) is the
     pluggable ``estimator`` argument, not a setting."""
@@ -522,6 +529,9 @@ class ContextSettings(Section):
     layer_cache_ttl_s: float = Field(default=30.0, ge=0)  # 002 memory-layer cache
     soul_traits: int = Field(default=5, ge=0)  # 000: personality:* entries in the soul block
     sandbox_facts: int = Field(default=5, ge=1)  # 004 get_context: hybrid_search(prompt, limit=5)
+    # `clawmem hooks install` writes these into the hook commands (`--budget`, `--limit`)
+    hooks_budget_tokens: int = Field(default=HOOKS_BUDGET_TOKENS, ge=1)
+    hooks_recall_limit: int = Field(default=HOOKS_RECALL_LIMIT, ge=1)
 
 
 class HistorySettings(Section):

@@ -16,8 +16,6 @@ fallback heuristic, words × 1.3. Nothing here writes except recall's access boo
 from __future__ import annotations
 
 import logging
-import math
-import re
 import threading
 import time
 from collections import OrderedDict
@@ -29,10 +27,23 @@ from clawmemory.config import ContextSettings
 from clawmemory.errors import ClawMemoryError
 from clawmemory.model import MemoryRecord
 
+# The block format and the token estimate live in ``text`` (stdlib only), so the Claude Code
+# hooks build and strip the same block without importing the settings; named here as before.
+from clawmemory.text import (
+    CONTEXT_CLOSE,
+    CONTEXT_OPEN,
+    TOKENS_PER_WORD,
+    estimate_tokens,
+    strip_memory_context,
+)
+
 if TYPE_CHECKING:
     from clawmemory.core.local import LocalMemory
 
 __all__ = [
+    "CONTEXT_CLOSE",
+    "CONTEXT_OPEN",
+    "TOKENS_PER_WORD",
     "LayerCache",
     "TokenEstimator",
     "devclaw_layer",
@@ -46,7 +57,6 @@ __all__ = [
 
 log = logging.getLogger("clawmemory.context")
 
-TOKENS_PER_WORD = 1.3  # 000/001 fallback token estimate (the estimator itself is pluggable)
 # The specifications' other numbers live in ``Settings.context``; these are its defaults.
 LAYER_CACHE_TTL_S = ContextSettings().layer_cache_ttl_s  # LayerCache has no Memory to ask
 
@@ -57,14 +67,7 @@ class TokenEstimator(Protocol):  # pragma: no mutate block (a protocol: stubs, n
     def __call__(self, text: str, /) -> int: ...
 
 
-def estimate_tokens(text: str) -> int:
-    """Words × 1.3, rounded up: the heuristic 000 and 001 fall back on."""
-    return math.ceil(len(text.split()) * TOKENS_PER_WORD)
-
-
 # --- 000 PtrClaw ----------------------------------------------------------------------------------
-CONTEXT_OPEN, CONTEXT_CLOSE = "[Memory context]", "[/Memory context]"
-_AFTER_BLOCK = re.compile(r"[ \t]*(?:\r?\n)*")  # the blank tail a block leaves behind
 NEIGHBOR_LIMIT = 10  # links listed per entry
 
 
@@ -145,24 +148,6 @@ def _collect_neighbors(
                     return found
         frontier = nxt
     return found
-
-
-def strip_memory_context(text: str) -> str:
-    """``text`` without any ``[Memory context]...[/Memory context]`` block (000).
-
-    Found with ``str.find``: a lazy ``open.*?close`` pattern rescans to the end of the text
-    from every opening that is never closed (26 s for 20,000 of them)."""
-    out: list[str] = []
-    pos = 0
-    while (start := text.find(CONTEXT_OPEN, pos)) != -1:
-        end = text.find(CONTEXT_CLOSE, start + len(CONTEXT_OPEN))
-        if end == -1:
-            break  # no later opening can be closed either
-        out.append(text[pos:start])
-        tail = _AFTER_BLOCK.match(text, end + len(CONTEXT_CLOSE))
-        pos = tail.end() if tail else end + len(CONTEXT_CLOSE)
-    out.append(text[pos:])
-    return "".join(out)
 
 
 _SOUL_SECTIONS = (

@@ -1,6 +1,8 @@
 """Text analysis shared by every layer that reads words: the keyword tokenizer of the in-memory
 backends (close to FTS5's ``porter unicode61 remove_diacritics 2``), the stemmer calibrated
-fusion and the lifecycle's duplicate detection use, and FTS5's phrase counting.
+fusion and the lifecycle's duplicate detection use, and FTS5's phrase counting; and the
+``[Memory context]`` block of context injection (000) with its token estimate, which the
+context builders and the Claude Code hooks share (the hooks must not import the settings).
 
 It sits below the backends and the search pipeline, so both use one definition of a word.
 """
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import math
 import re
 import sys
 import types
@@ -16,7 +19,8 @@ import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
 
-__all__ = ["phrase_count", "stem", "stems_starting", "tokenize", "words"]
+__all__ = ["CONTEXT_CLOSE", "CONTEXT_OPEN", "TOKENS_PER_WORD", "estimate_tokens",
+           "phrase_count", "stem", "stems_starting", "strip_memory_context", "tokenize", "words"]
 
 _WORD = re.compile(r"\w+")
 _DIACRITICS = re.compile("[\u0300-\u036f]")  # the Combining Diacritical Marks block
@@ -89,3 +93,32 @@ def _fold(text: str) -> str:
     if text.isascii():
         return text
     return unicodedata.normalize("NFC", _DIACRITICS.sub("", unicodedata.normalize("NFD", text)))
+
+
+# --- the [Memory context] block (000) and the token estimate --------------------------------
+TOKENS_PER_WORD = 1.3  # 000/001 fallback token estimate (the estimator itself is pluggable)
+CONTEXT_OPEN, CONTEXT_CLOSE = "[Memory context]", "[/Memory context]"
+_AFTER_BLOCK = re.compile(r"[ \t]*(?:\r?\n)*")  # the blank tail a block leaves behind
+
+
+def estimate_tokens(text: str) -> int:
+    """Words × 1.3, rounded up: the heuristic 000 and 001 fall back on."""
+    return math.ceil(len(text.split()) * TOKENS_PER_WORD)
+
+
+def strip_memory_context(text: str) -> str:
+    """``text`` without any ``[Memory context]...[/Memory context]`` block (000).
+
+    Found with ``str.find``: a lazy ``open.*?close`` pattern rescans to the end of the text
+    from every opening that is never closed (26 s for 20,000 of them)."""
+    out: list[str] = []
+    pos = 0
+    while (start := text.find(CONTEXT_OPEN, pos)) != -1:
+        end = text.find(CONTEXT_CLOSE, start + len(CONTEXT_OPEN))
+        if end == -1:
+            break  # no later opening can be closed either
+        out.append(text[pos:start])
+        tail = _AFTER_BLOCK.match(text, end + len(CONTEXT_CLOSE))
+        pos = tail.end() if tail else end + len(CONTEXT_CLOSE)
+    out.append(text[pos:])
+    return "".join(out)

@@ -1,20 +1,70 @@
 """``clawmem``, the command line (``clawmemory.interfaces.cli:main`` is the console script).
 
-``app`` holds the typer app and ``main``; ``common`` what every command shares (global options,
-error boundary, output); the other modules are the commands, each with a ``register(app)``
-hook. ``python -m clawmemory.interfaces.cli`` runs ``clawmem`` too.
+``app`` holds the typer app and its ``main``; ``common`` what every command shares (global
+options, error boundary, output); the other modules are the commands, each with a
+``register(app)`` hook. ``python -m clawmemory.interfaces.cli`` runs ``clawmem`` too.
+
+``main`` here is the console script: a plain ``clawmem hooks run EVENT`` line, which a coding
+agent runs before every prompt, is answered by ``hookrun`` without importing typer (~50 ms,
+and ~0.1 s more for its pydantic coercion); every other line goes to ``app.main``. The app's
+names are exported lazily (PEP 562), so importing this package loads neither.
 """
 
-from clawmemory.interfaces.cli.app import (
-    EXIT_FAILED,
-    EXIT_INTERNAL,
-    EXIT_NOT_FOUND,
-    EXIT_OK,
-    EXIT_USAGE,
-    app,
-    main,
-    register_extensions,
-)
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # imported by name on first use; named here for the layers
+    from clawmemory.interfaces.cli import hookrun  # noqa: F401
+    from clawmemory.interfaces.cli.app import (
+        EXIT_FAILED,
+        EXIT_INTERNAL,
+        EXIT_NOT_FOUND,
+        EXIT_OK,
+        EXIT_USAGE,
+        app,
+        register_extensions,
+    )
 
 __all__ = ["EXIT_FAILED", "EXIT_INTERNAL", "EXIT_NOT_FOUND", "EXIT_OK", "EXIT_USAGE", "app",
            "main", "register_extensions"]
+
+_FROM_APP = frozenset(__all__) - {"main", "app"}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The ``clawmem`` console script. Returns the exit code."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    if "hooks" in args and "run" in args:
+        answered = importlib.import_module(f"{__name__}.hookrun").fast_run(args)
+        if answered is not None:
+            return int(answered)
+    return int(importlib.import_module(f"{__name__}.app").main(args))
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FROM_APP:
+        return getattr(importlib.import_module(f"{__name__}.app"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class _Package(types.ModuleType):
+    """This package, whose ``app`` is the typer app of ``app.py``. Loading the submodule
+    ``app`` makes the import system set the package's ``app`` to that module; the eager
+    ``from .app import app`` this file used to have bound the name again afterwards. A
+    property answers instead, whatever was imported first."""
+
+    @property
+    def app(self) -> Any:
+        return importlib.import_module(f"{__name__}.app").app
+
+    @app.setter
+    def app(self, value: Any) -> None:
+        pass  # the import system binding the submodule: the property answers instead
+
+
+sys.modules[__name__].__class__ = _Package

@@ -2,7 +2,7 @@
 
 import sys
 
-from clawmemory.interfaces.cli.app import main
+from clawmemory.interfaces.cli import main
 
 if __name__ == "__main__":  # importing this module (pkgutil walks the package) runs nothing
     sys.exit(main())

@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # imported by name when a command runs (COMMANDS); named here
         chat,
         config_cmd,
         demo,
+        hooks,
         keys,
         lifecycle,
         memories,
@@ -51,7 +52,7 @@ __all__ = ["COMMANDS", "EXIT_FAILED", "EXIT_INTERNAL", "EXIT_NOT_FOUND", "EXIT_O
            "app", "main", "register_extensions"]
 
 # Each command module of this package and the commands its register(app) adds, in the order
-# `clawmem --help` lists them (typer lists plain commands before groups: keys, config last).
+# `clawmem --help` lists them (typer lists plain commands before groups: keys, hooks, config last).
 # tests/interfaces/test_cli.py checks this table against the modules.
 COMMANDS: dict[str, tuple[str, ...]] = {
     "memories": ("add", "update", "forget", "reinforce", "demote", "correct", "confirm",
@@ -63,6 +64,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "portability": ("export", "import", "copy", "sync"),
     "retrieval": ("reindex", "backfill", "link", "unlink", "neighbors", "entity"),
     "keys": ("keys",),
+    "hooks": ("hooks",),
     "config_cmd": ("config",),
 }
 _MODULE_OF = {name: module for module, names in COMMANDS.items() for name in names}

@@ -19,8 +19,6 @@ import traceback
 from dataclasses import dataclass
 from typing import NoReturn
 
-import typer
-
 from clawmemory.choices import Backend
 
 __all__ = ["EXIT_FAILED", "EXIT_INTERNAL", "EXIT_NOT_FOUND", "EXIT_OK", "EXIT_USAGE",
@@ -54,6 +52,9 @@ def say_error(message: str) -> None:
 
 
 def fail(message: str, code: int) -> NoReturn:
+    # typer on use only: `clawmem hooks run` (cli/hookrun.py) uses this module without it
+    import typer
+
     say_error(message)
     raise typer.Exit(code)
 

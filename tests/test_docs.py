@@ -28,6 +28,7 @@ from mcp.client import Client
 from clawmemory import Memory, Settings
 from clawmemory.config import EmbedderSettings
 from clawmemory.interfaces import cli
+from clawmemory.interfaces.cli.app import app as clawmem_app
 from clawmemory.interfaces.mcp import build_server
 from clawmemory.tools import dialect_names, tools_for
 from clawmemory.tools.dialects import DIALECT_ALIASES
@@ -58,10 +59,10 @@ def _register_hooks() -> Iterator[tuple[str, Callable[[typer.Typer], None]]]:
 def _full_app() -> typer.Typer:
     """A copy of the ``clawmem`` app with every sub-module's commands registered on it."""
     app = typer.Typer(add_completion=False)
-    app.registered_callback = cli.app.registered_callback
-    app.registered_commands = list(cli.app.registered_commands)
-    app.registered_groups = list(cli.app.registered_groups)
-    app.info = cli.app.info
+    app.registered_callback = clawmem_app.registered_callback
+    app.registered_commands = list(clawmem_app.registered_commands)
+    app.registered_groups = list(clawmem_app.registered_groups)
+    app.info = clawmem_app.info
     for _, hook in _register_hooks():
         hook(app)
     return app

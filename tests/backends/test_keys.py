@@ -35,7 +35,7 @@ INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
 
 @pytest.fixture
 def cli(monkeypatch: pytest.MonkeyPatch) -> Any:
-    from clawmemory.interfaces.cli import app, register_extensions
+    from clawmemory.interfaces.cli.app import app, register_extensions
 
     register_extensions(app)
     for name, value in QUICK.items():

@@ -155,7 +155,7 @@ def test_the_cli_talks_to_a_server_without_loading_a_model(tmp_path: Path) -> No
 def test_every_memory_command_works_through_a_server(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from clawmemory.interfaces.cli import app, register_extensions
+    from clawmemory.interfaces.cli.app import app, register_extensions
 
     register_extensions(app)
     with Memory.open(tmp_path / "s.db", settings=QUICK) as mem, serving(mem) as url:

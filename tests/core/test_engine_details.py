@@ -25,7 +25,7 @@ from conftest import DAY, Clock, backend_params, memory_on, postgres_url
 
 
 def _invoke(*args: str) -> Any:
-    from clawmemory.interfaces.cli import app, register_extensions
+    from clawmemory.interfaces.cli.app import app, register_extensions
 
     register_extensions(app)
     return CliRunner().invoke(app, ["--json", *args], catch_exceptions=False)

@@ -662,7 +662,8 @@ def test_firings_run_one_at_a_time_and_a_running_job_is_not_started_again(
 # same names, so this works whether or not cli.py registers them itself).
 ENTRY = (
     "import sys\n"
-    "from clawmemory.interfaces.cli import app, main\n"
+    "from clawmemory.interfaces.cli import main\n"
+    "from clawmemory.interfaces.cli.app import app\n"
     "from clawmemory.interfaces.cli.lifecycle import register\n"
     "register(app)\n"
     "sys.exit(main())\n"

@@ -306,7 +306,7 @@ def test_global_options_and_environment(tmp_path: Path) -> None:
 def test_help_version_and_examples(tmp_path: Path) -> None:
     from typer.main import get_command
 
-    from clawmemory.interfaces.cli import app, register_extensions
+    from clawmemory.interfaces.cli.app import app, register_extensions
 
     top = ok(clawmem("--help", cwd=tmp_path)).out
     add_help = ok(clawmem("add", "--help", cwd=tmp_path)).out

@@ -136,7 +136,7 @@ def test_an_unknown_format_lists_the_plain_names(tmp_path: Path) -> None:
 def _commands() -> list[list[str]]:
     from typer.main import get_command
 
-    from clawmemory.interfaces.cli import app, register_extensions
+    from clawmemory.interfaces.cli.app import app, register_extensions
 
     register_extensions(app)
     root: Any = get_command(app)

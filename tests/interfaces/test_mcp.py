@@ -42,7 +42,8 @@ T = TypeVar("T")
 # itself, so the tests hold whether or not cli.py does (the installed script: test_docs.py).
 ENTRY = (
     "import sys\n"
-    "from clawmemory.interfaces.cli import app, main\n"
+    "from clawmemory.interfaces.cli import main\n"
+    "from clawmemory.interfaces.cli.app import app\n"
     "from clawmemory.interfaces.cli.serving import register\n"
     "if 'mcp' not in {c.name for c in app.registered_commands}:\n"
     "    register(app)\n"
@@ -364,7 +365,7 @@ def test_three_servers_on_one_database_lose_no_write(tmp_path: Path) -> None:
 @pytest.fixture
 def cli(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
     """``clawmem`` in-process on a copy of the app with these commands registered."""
-    from clawmemory.interfaces import cli as cli_module
+    from clawmemory.interfaces.cli import app as cli_module
     from clawmemory.interfaces.cli.serving import register
 
     app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)

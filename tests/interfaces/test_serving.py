@@ -129,7 +129,7 @@ def test_allowed_hosts_admit_a_reverse_proxys_names(tmp_path: Path) -> None:
 
 @pytest.fixture
 def cli(monkeypatch: pytest.MonkeyPatch) -> Any:
-    from clawmemory.interfaces.cli import app, register_extensions
+    from clawmemory.interfaces.cli.app import app, register_extensions
 
     register_extensions(app)
     for name, value in QUICK.items():

@@ -544,7 +544,7 @@ def test_a_source_that_is_not_the_format_is_an_error_and_writes_nothing(
 @pytest.fixture
 def cli(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[..., Any]:
     """``clawmem`` in-process, with the import command registered as the real app does."""
-    from clawmemory.interfaces import cli as cli_module
+    from clawmemory.interfaces.cli import app as cli_module
 
     monkeypatch.setenv("CLAWMEM_EMBEDDER__PROVIDER", "none")
     monkeypatch.setenv("CLAWMEM_CONFIG", str(tmp_path / "absent.toml"))

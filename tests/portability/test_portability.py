@@ -767,7 +767,7 @@ def test_mirror_all_syncs_a_folder(sqlite_mem: Memory, tmp_path: Path, clock: An
 @pytest.fixture
 def cli(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[..., Any]:
     """Run ``clawmem`` in-process on an app that has these commands registered."""
-    from clawmemory.interfaces import cli as cli_module
+    from clawmemory.interfaces.cli import app as cli_module
 
     monkeypatch.setenv("CLAWMEM_EMBEDDER__PROVIDER", "none")
     monkeypatch.setenv("CLAWMEM_CONFIG", str(tmp_path / "absent.toml"))

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import importlib
 import sys
-import types
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -26,14 +25,15 @@ if TYPE_CHECKING:  # imported by name on first use; named here for the layers
         EXIT_NOT_FOUND,
         EXIT_OK,
         EXIT_USAGE,
-        app,
         register_extensions,
     )
 
-__all__ = ["EXIT_FAILED", "EXIT_INTERNAL", "EXIT_NOT_FOUND", "EXIT_OK", "EXIT_USAGE", "app",
-           "main", "register_extensions"]
+# Not ``app``: the submodule ``app`` would shadow it once imported; the typer app is
+# ``clawmemory.interfaces.cli.app.app``.
+__all__ = ["EXIT_FAILED", "EXIT_INTERNAL", "EXIT_NOT_FOUND", "EXIT_OK", "EXIT_USAGE", "main",
+           "register_extensions"]
 
-_FROM_APP = frozenset(__all__) - {"main", "app"}
+_FROM_APP = frozenset(__all__) - {"main"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -50,21 +50,3 @@ def __getattr__(name: str) -> Any:
     if name in _FROM_APP:
         return getattr(importlib.import_module(f"{__name__}.app"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-class _Package(types.ModuleType):
-    """This package, whose ``app`` is the typer app of ``app.py``. Loading the submodule
-    ``app`` makes the import system set the package's ``app`` to that module; the eager
-    ``from .app import app`` this file used to have bound the name again afterwards. A
-    property answers instead, whatever was imported first."""
-
-    @property
-    def app(self) -> Any:
-        return importlib.import_module(f"{__name__}.app").app
-
-    @app.setter
-    def app(self, value: Any) -> None:
-        pass  # the import system binding the submodule: the property answers instead
-
-
-sys.modules[__name__].__class__ = _Package

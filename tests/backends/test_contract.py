@@ -72,6 +72,13 @@ def test_backend_satisfies_the_store_protocol(store: Store, backend: Backend) ->
     assert store.backend == backend.name
 
 
+def test_a_store_says_when_it_is_closed(open_store: Callable[[], Store]) -> None:
+    store = open_store()
+    assert store.closed is False
+    store.close()
+    assert store.closed is True  # the access-count thread stops on it (search/access.py)
+
+
 def test_store_then_get_by_id_and_by_key(mem: Memory, clock: Clock) -> None:
     rid = mem.store("User prefers dark mode", key="ui-theme", kind="preference",
                     tags=["ui", "theme"], metadata={"app": "editor", "level": 2},

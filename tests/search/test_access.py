@@ -4,8 +4,12 @@ close() writes what is queued, and reads through the API always see them."""
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
 from pathlib import Path
+
+import pytest
 
 from clawmemory import Memory, Settings
 from clawmemory.backends.sqlite.store import SQLiteStore
@@ -73,3 +77,22 @@ def test_no_delay_writes_in_the_request_path(tmp_path: Path) -> None:
         hit = mem.store("the wifi password is hunter2")
         mem.recall("wifi")
         assert counts(tmp_path / "m.db", [hit]) == [(1, START)]
+
+
+def test_a_store_closed_under_the_tracker_stops_its_thread_quietly(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # A store closed without Memory.close (an embedding application that closes the backend it
+    # passed in): before, the thread retried every delay_s and logged a warning each time, for
+    # the life of the process, into whatever else was logging.
+    clock = Clock()
+    mem = open_mem(tmp_path / "m.db", clock, delay=0.2)
+    mem.store("the wifi password is hunter2")
+    before = set(threading.enumerate())
+    assert len(mem.recall("wifi")) == 1
+    (thread,) = [t for t in threading.enumerate()
+                 if t.name == "clawmemory-access" and t not in before]
+    caplog.set_level(logging.WARNING, logger="clawmemory")
+    mem.store_backend.close()
+    thread.join(timeout=10)
+    assert not thread.is_alive()
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []

@@ -136,6 +136,12 @@ class Store(Protocol):  # pragma: no mutate block (a protocol: stubs, no behavio
 
     def close(self) -> None: ...
 
+    @property
+    def closed(self) -> bool:
+        """True once ``close()`` ran: background writers (access counts) stop then instead of
+        retrying on a store that can no longer be written."""
+        ...
+
     # --- records -------------------------------------------------------------------------------
     def put(self, record: MemoryRecord) -> tuple[MemoryRecord, bool]:
         """Insert ``record``; if it has a key that exists in its namespace, update that memory

@@ -93,14 +93,34 @@ class AccessTracker:
                 return
             # Let the touches of a burst of recalls gather, then write them together.
             threading.Event().wait(self.delay_s)
+            if self._store_gone():
+                return
             try:
                 self.flush()
             except Exception as exc:
+                if self._store_gone():
+                    return
                 # Best effort, retried: one line, not the tracebacks of a busy database.
                 first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 log.warning("could not write access counts yet (%s); will retry", first)
                 self._wake.set()
                 threading.Event().wait(self.delay_s)
+
+
+    def _store_gone(self) -> bool:
+        """Whether the store was closed (or collected) under this tracker: a store closed
+        without ``Memory.close`` (which writes the counts first) can take no more writes, and
+        retrying would log a warning every ``delay_s`` for the life of the process. What is
+        still queued is dropped: access counts, never a memory."""
+        store = self._store_ref()
+        if store is not None and not store.closed:
+            return False
+        with self._lock:
+            dropped, self._pending = len(self._pending), []
+        if dropped:
+            log.debug("dropped %d access-count updates: the store was closed first", dropped)
+        self._closed = True
+        return True
 
 
 def _replay(store: Store, events: Sequence[tuple[str, tuple[str, ...], float]]) -> None:

@@ -64,13 +64,18 @@ class MemoryStore:
         self._lock = threading.RLock()
         self._weights = dict(zip(_FIELDS, weights, strict=True))
         self._counter = 0
+        self._closed = False
         self._life = _Lifecycle()  # archive and maintenance runs
         # Inside put_many: archived records a keyed write brought back (namespace, record,
         # archived_at), put back in the archive if the batch fails.
         self._revived: builtins.list[tuple[str, MemoryRecord, float | None]] | None = None
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def close(self) -> None:
-        pass
+        self._closed = True  # nothing to release; background writers stop
 
     # --- index maintenance ---------------------------------------------------------------------
     def _index(self, ns: _Namespace, r: MemoryRecord) -> None:

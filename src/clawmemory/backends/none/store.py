@@ -22,6 +22,7 @@ __all__ = ["NoneStore"]
 
 class NoneStore:
     backend = "none"
+    closed = False  # nothing is ever written, so nothing waits for a close
 
     def close(self) -> None:
         pass

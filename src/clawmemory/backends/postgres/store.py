@@ -137,6 +137,10 @@ class PostgresStore(SearchMixin, LifecycleMixin):
     def schema_version(self) -> int:
         return self._version
 
+    @property
+    def closed(self) -> bool:
+        return bool(self._pool.closed)
+
     def close(self) -> None:
         self._pool.close()
 

@@ -127,6 +127,7 @@ class SQLiteStore:
         self._depth = 0  # nesting of write() in the thread holding the lock
         self._writer: int | None = None  # the thread inside write(): it reads its own writes
         self._readers: ReaderPool | None = None
+        self._closed = False
         self._scrub = False  # a write transaction removed text: checkpoint after it commits
         self._keywords = KeywordSearch(self.query, weights, keyword_candidates)
         self.vec_available = False
@@ -186,7 +187,12 @@ class SQLiteStore:
     def schema_version(self) -> int:
         return int(self.query("SELECT MAX(version) FROM schema_version")[0][0])
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def close(self) -> None:
+        self._closed = True
         if self._readers is not None:
             self._readers.close()
         with self._lock:

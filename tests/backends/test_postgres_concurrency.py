@@ -154,15 +154,21 @@ def test_a_failed_access_count_write_logs_one_line_and_keeps_the_counts(
 
     store = PostgresStore(url)
     tracker = AccessTracker(store, delay_s=0.01)
-    store.close()  # every write fails from now on, as when the server is gone
-    with caplog.at_level(logging.WARNING, logger="clawmemory"):
-        tracker.record("default", ["m1", "m2"], 1.0)
-        deadline = time.time() + 10
-        while not caplog.records and time.time() < deadline:
-            time.sleep(0.01)
-        tracker._closed = True  # stop the retrying thread; the test is over
-        tracker._wake.set()
-    first = caplog.records[0]
-    assert first.getMessage().startswith("could not write access counts yet (")
-    assert "\n" not in first.getMessage() and first.exc_info is None  # one line
-    assert tracker.pending == 1  # kept for the next flush
+    # Every write fails from now on, as when the server refuses them. (A closed store is not
+    # this case: its tracker drops the counts and stops, tests/search/test_access.py.)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("ALTER TABLE memories RENAME TO memories_away")
+    try:
+        with caplog.at_level(logging.WARNING, logger="clawmemory"):
+            tracker.record("default", ["m1", "m2"], 1.0)
+            deadline = time.time() + 10
+            while not caplog.records and time.time() < deadline:
+                time.sleep(0.01)
+            tracker._closed = True  # stop the retrying thread; the test is over
+            tracker._wake.set()
+        first = caplog.records[0]
+        assert first.getMessage().startswith("could not write access counts yet (")
+        assert "\n" not in first.getMessage() and first.exc_info is None  # one line
+        assert tracker.pending == 1  # kept for the next flush
+    finally:
+        store.close()

@@ -228,6 +228,9 @@ class RecallSettings(Section):
     # Vector similarity is cosine around the namespace's mean vector once it holds this many
     # vectors (0 = plain cosine). Measured on LoCoMo: ADR 0007.
     centre_min_rows: int = Field(default=50, ge=0)
+    # ... and only while that mean (of unit vectors) is at least this long: texts that share a
+    # direction (one conversation) gain from centring, diverse ones lose (ADR 0029). 0: always.
+    centre_min_norm: float = Field(default=0.39, ge=0, le=1)
     rrf_k: int = Field(default=60, ge=0)  # 002/004
     # "calibrated" (each list standardised; ADR 0011), "weighted" (000) or "rrf" (002/004)
     fusion: Literal["calibrated", "weighted", "rrf"] = "calibrated"

@@ -324,7 +324,7 @@ def test_a_failed_embedding_is_counted_on_the_queue_row(store: Store, clock: Clo
 def test_an_unbound_vector_store_counts_nothing(store: Store) -> None:
     make = backend_of(store).vectors
     assert make is not None
-    vectors = make(50)
+    vectors = make(50, 0.39)
     assert vectors is not None
     assert (vectors.count("default"), vectors.missing("default", 10)) == (0, [])
     assert vectors.upsert("default", [("m1", np.ones(4, np.float32))]) == 0
@@ -370,7 +370,8 @@ def test_the_index_is_asked_for_the_neighbours_of_the_centred_query(
 ) -> None:
     """Plain cosine: the index's nearest to q (row 3). Centred: the index's nearest to q − c
     (row 4: k candidates, here one, are rescored, not the whole namespace)."""
-    mem = Memory(approximate, Settings(recall={"centre_min_rows": centre_min_rows}),
+    mem = Memory(approximate, Settings(recall={"centre_min_rows": centre_min_rows,
+                                               "centre_min_norm": 0}),  # a short mean here
                  clock=clock, embedder=TableEmbedder())
     ids = mem.store_many([{"content": f"row {i}"} for i in range(5)])
     vectors = mem.components.vectors()
@@ -482,3 +483,54 @@ def test_the_matrix_grows_by_a_quarter_and_keeps_every_row() -> None:
     assert len(m) == 3000 and m._data.shape[0] <= 3000 * 1.25 + 1
     for i in (0, 1023, 1024, 1279, 1280, 2999):
         assert m.search(vecs[i], 1)[0][0] == f"r{i}"
+
+
+# --- centring only on a long mean (ADR 0029) ------------------------------------------------
+class OffsetEmbedder:
+    """Seeded random 16-d vectors per text, plus ``offset`` in every coordinate: 0 gives
+    diverse texts (a mean of unit vectors ~0.1 long at 60 rows), 4 texts that share a
+    direction (~0.97)."""
+
+    name, dimension = "offset", 16
+
+    def __init__(self, offset: float) -> None:
+        self.offset = offset
+
+    def _one(self, text: str) -> F32:
+        seed = int.from_bytes(text.encode()[-8:].rjust(8, b"\0"), "little")
+        v = np.random.default_rng(seed).standard_normal(16) + self.offset
+        return v.astype(np.float32)
+
+    def embed(self, texts: Sequence[str]) -> F32:
+        return np.stack([self._one(t) for t in texts])
+
+    def embed_query(self, text: str) -> F32:
+        return self._one(text)
+
+
+@pytest.mark.parametrize("backend", backend_params("sqlite", "memory", "postgres"),
+                         indirect=True)
+@pytest.mark.parametrize(("offset", "centred"), [(0.0, False), (4.0, True)])
+def test_a_namespace_is_centred_only_when_its_mean_is_long(
+    store: Store, clock: Clock, offset: float, centred: bool
+) -> None:
+    embedder = OffsetEmbedder(offset)
+    settings = Settings(recall={"centre_min_rows": 20, "centre_min_norm": 0.39})
+    mem = Memory(store, settings, clock=clock, embedder=embedder)
+    ids = mem.store_many([{"content": f"memory number {i:03d}"} for i in range(60)])
+    vectors = mem.components.vectors()
+    assert vectors is not None
+    assert vectors.centred("default") is centred
+    d = embedder.embed([f"memory number {i:03d}" for i in range(60)])
+    d /= np.linalg.norm(d, axis=1, keepdims=True)
+    q = _unit(embedder.embed_query("a question"))
+    c = d.mean(0) if centred else np.zeros(16, np.float32)
+    want = float((d[7] - c) @ (q - c) / np.linalg.norm(d[7] - c) / np.linalg.norm(q - c))
+    assert vectors.similarities("default", q, [ids[7]]) == {ids[7]: pytest.approx(want,
+                                                                                 abs=1e-5)}
+    if store.backend == "memory":
+        return  # its vectors live in the Memory that stored them: no second view to open
+    # With the rule off (0), the same diverse namespace is centred, as before ADR 0029.
+    always = Memory(store, Settings(recall={"centre_min_rows": 20, "centre_min_norm": 0}),
+                    clock=clock, embedder=embedder).components.vectors()
+    assert always is not None and always.centred("default") is True

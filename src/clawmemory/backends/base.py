@@ -495,7 +495,8 @@ class Backend:
     (``backends/registry.py`` finds the package). The engine asks this bundle, never the
     store's type or name, what the backend can do: a part it cannot keep is None.
 
-    ``vectors(centre_min_rows)``: a new vector store over the records (None: no vectors here);
+    ``vectors(centre_min_rows, centre_min_norm)``: a new vector store over the records (None:
+    no vectors here; the two arguments are ``recall``'s centring settings, ADR 0029);
     ``queue``: memories waiting for their vector, kept in the store's own tables; ``entities``:
     the entity index; ``history(namespace, clock)``: the conversation history of a namespace;
     ``sessions``: the consolidation ledger; ``keys``: API keys (None: this backend cannot
@@ -505,7 +506,7 @@ class Backend:
 
     name: str
     records: Store
-    vectors: Callable[[int], VectorStore | None] | None
+    vectors: Callable[[int, float], VectorStore | None] | None
     queue: VectorQueue | None
     entities: EntityIndex | None
     history: Callable[[str, Clock], HistoryStore]

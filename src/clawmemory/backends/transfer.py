@@ -217,7 +217,7 @@ def _copy_table(src: Store, dst: Any, table: str, ns: str) -> None:
 
 def _bind_vectors(dst: Store, meta: tuple[str, int]) -> Any:
     make = backend_of(dst).vectors
-    vectors = make(0) if make is not None else None
+    vectors = make(0, 0.0) if make is not None else None  # copying: no centring
     if vectors is None:
         raise InvalidInputError(f"the destination ({dst.backend}) cannot store vectors")
     problem = vectors.bind(*meta)

@@ -142,7 +142,9 @@ class VectorService:
 
     def _new_vector_store(self) -> VectorStore | None:
         make = self.backend.vectors
-        return make(self.settings.recall.centre_min_rows) if make is not None else None
+        recall = self.settings.recall
+        return (make(recall.centre_min_rows, recall.centre_min_norm) if make is not None
+                else None)
 
     def vector_queue(self) -> VectorQueue | None:
         """The vector queue when new memories should be queued: a SQLite file with sqlite-vec

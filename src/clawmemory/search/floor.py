@@ -33,7 +33,8 @@ still finds the one memory about Postgres 16 (it holds the whole query). Postgre
 never reaches zero, so there only the fallback's fragments are affected.
 
 Those cosines are centred (ADR 0007), which spreads them wider than plain cosines. A namespace
-with fewer than ``centre_min_rows`` vectors has plain cosines; there ``floor_plain_cosine``
+with fewer than ``centre_min_rows`` vectors, or a mean shorter than ``centre_min_norm``
+(ADR 0029), has plain cosines; there ``floor_plain_cosine``
 replaces the first two thresholds and ``floor_plain_candidate`` the last two (measured on the
 packaged MiniLM: an off-topic question's best plain cosine against a handful of memories is
 0.06 (median) to 0.23 (worst of 100); a paraphrased question and its fact 0.55 to 0.75).

@@ -66,8 +66,9 @@ class VectorStore(Protocol):  # pragma: no mutate block (a protocol: stubs, no b
 
     def centred(self, namespace: str) -> bool:
         """Whether this namespace's similarities are centred cosines (ADR 0007): it holds
-        ``centre_min_rows`` vectors or more. Asked on every recall (the relevance floor's
-        thresholds depend on it), so it must be cheap."""
+        ``centre_min_rows`` vectors or more and their mean is at least ``centre_min_norm``
+        long (ADR 0029). Asked on every recall (the relevance floor's thresholds depend on
+        it), so it must be cheap."""
         ...
 
     def reset(self, model: str, dimension: int) -> None:

@@ -44,11 +44,15 @@ class VectorMatrix:
         binary_threshold: int = 20_000,
         rescore_factor: int = 20,
         centre_min_rows: int = 50,
+        centre_min_norm: float = 0.0,
     ) -> None:
         self.dimension = dimension
         self.binary_threshold = binary_threshold
         self.rescore_factor = rescore_factor
         self.centre_min_rows = centre_min_rows  # 0: plain cosine
+        # Centred only while the mean of the rows is at least this long (ADR 0029): the mean of
+        # diverse texts is short, and taking it away removes signal instead of a bias.
+        self.centre_min_norm = centre_min_norm
         self._ids: list[str] = []
         self._row: dict[str, int] = {}
         self._data: F32 = np.zeros((0, dimension), dtype=np.float32)
@@ -59,6 +63,7 @@ class VectorMatrix:
         self._sum = np.zeros(dimension, dtype=np.float64)  # running sum of the rows
         self._centre: F32 | None = None  # frozen mean, None while too few rows
         self._centre_n = 0  # row count when the centre was computed
+        self._plain_n = 0  # row count when the mean was found too short to centre on
         self._proj: F32 = np.zeros(0, dtype=np.float32)  # row · centre
         self._cnorm: F32 = np.zeros(0, dtype=np.float32)  # |row − centre|
         # Introspecting the loaded BLAS libraries takes ~25 ms, once per process: paid here,
@@ -188,16 +193,31 @@ class VectorMatrix:
         return self._top(None, self._scores(None, self._data[: self._size] @ q, q), k)
 
     # --- centring --------------------------------------------------------------------------
+    @property
+    def centred(self) -> bool:
+        """Whether searches score centred cosines now (the relevance floor's thresholds
+        depend on it)."""
+        self._refresh_centre()
+        return self._centre is not None
+
     def _refresh_centre(self) -> None:
         n = self._size
         if not self.centre_min_rows or n < self.centre_min_rows:
             if self._centre is not None:
                 self._centre, self._centre_n, self._bits = None, 0, None
+            self._plain_n = 0
             return
         if self._centre is not None and abs(n - self._centre_n) * 10 < self._centre_n:
             return
-        self._centre = (self._sum / n).astype(np.float32)
-        self._centre_n = n
+        if self._centre is None and self._plain_n and abs(n - self._plain_n) * 10 < self._plain_n:
+            return  # decided plain at about this size: the mean moves as slowly as a centre
+        centre = (self._sum / n).astype(np.float32)
+        if float(np.linalg.norm(centre)) < self.centre_min_norm:
+            if self._centre is not None:
+                self._bits = None  # the codes were of centred rows
+            self._centre, self._centre_n, self._plain_n = None, 0, n
+            return
+        self._centre, self._centre_n, self._plain_n = centre, n, 0
         self._proj[:n] = self._data[:n] @ self._centre
         self._cnorm[:n] = self._centred_norm(self._proj[:n])
         self._bits = None

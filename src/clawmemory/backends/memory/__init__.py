@@ -23,12 +23,12 @@ def in_process_parts(store: MemoryStore, name: str) -> Backend:
     histories = ProcessHistories()
     ledger = ProcessLedger()
 
-    def vectors(centre_min_rows: int) -> VectorStore | None:
+    def vectors(centre_min_rows: int, centre_min_norm: float) -> VectorStore | None:
         # Imported here: the vectors module loads numpy, which a keyword-only command (and
         # every cold `clawmem` that never embeds) must not pay for.
         from clawmemory.backends.memory.vectors import MemoryVectors
 
-        return MemoryVectors(store, centre_min_rows)
+        return MemoryVectors(store, centre_min_rows, centre_min_norm)
 
     def history(namespace: str, clock: Clock) -> HistoryStore:
         return histories.get(namespace)

@@ -19,9 +19,11 @@ F32 = npt.NDArray[np.float32]
 
 
 class MemoryVectors:
-    def __init__(self, store: MemoryStore, centre_min_rows: int = 50) -> None:
+    def __init__(self, store: MemoryStore, centre_min_rows: int = 50,
+                 centre_min_norm: float = 0.0) -> None:
         self.store = store
         self.centre_min_rows = centre_min_rows
+        self.centre_min_norm = centre_min_norm
         self.dimension: int | None = None
         self.model: str | None = None
         self._matrices: dict[str, VectorMatrix] = {}
@@ -43,7 +45,8 @@ class MemoryVectors:
         m = self._matrices.get(namespace)
         if m is None:
             m = self._matrices[namespace] = VectorMatrix(
-                self.dimension, centre_min_rows=self.centre_min_rows
+                self.dimension, centre_min_rows=self.centre_min_rows,
+                centre_min_norm=self.centre_min_norm,
             )
             if self._persisted:  # JSON backend: vectors saved by an earlier run
                 ids = [
@@ -123,7 +126,10 @@ class MemoryVectors:
         return 0 if self.dimension is None else len(self._matrix(namespace))
 
     def centred(self, namespace: str) -> bool:
-        return bool(self.centre_min_rows) and self.count(namespace) >= self.centre_min_rows
+        if self.dimension is None:
+            return False
+        with self._lock:
+            return self._matrix(namespace).centred
 
     def reset(self, model: str, dimension: int) -> None:
         with self._lock:

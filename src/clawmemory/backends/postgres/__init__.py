@@ -45,8 +45,8 @@ class _Rows:
 def parts(store: Store) -> Backend:
     assert isinstance(store, PostgresStore)
 
-    def vectors(centre_min_rows: int) -> VectorStore | None:
-        return PostgresVectors(store, centre_min_rows)
+    def vectors(centre_min_rows: int, centre_min_norm: float) -> VectorStore | None:
+        return PostgresVectors(store, centre_min_rows, centre_min_norm)
 
     def history(namespace: str, clock: Clock) -> HistoryStore:
         return PostgresHistoryStore(store, namespace, clock=clock)

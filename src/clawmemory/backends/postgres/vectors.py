@@ -50,9 +50,11 @@ def _unit(v: Any) -> F32:
 
 
 class PostgresVectors:
-    def __init__(self, store: PostgresStore, centre_min_rows: int = 50) -> None:
+    def __init__(self, store: PostgresStore, centre_min_rows: int = 50,
+                 centre_min_norm: float = 0.0) -> None:
         self.store = store
         self.centre_min_rows = centre_min_rows
+        self.centre_min_norm = centre_min_norm
         self.dimension: int | None = None
         self._centres: dict[str, tuple[F32 | None, int, float]] = {}
 
@@ -185,7 +187,10 @@ class PostgresVectors:
         if centre is None or not self.centre_min_rows or n < self.centre_min_rows:
             return None, int(n)
         values = centre.to_numpy() if hasattr(centre, "to_numpy") else centre
-        return np.asarray(values, dtype=np.float32), int(n)
+        c = np.asarray(values, dtype=np.float32)
+        if float(np.linalg.norm(c)) < self.centre_min_norm:
+            return None, int(n)  # diverse texts: plain cosine (VectorMatrix's rule, ADR 0029)
+        return c, int(n)
 
     def _recentre(self, namespace: str) -> tuple[Any, int]:
         with self.store.write():

@@ -42,13 +42,14 @@ class _Rows:
 def parts(store: Store) -> Backend:
     assert isinstance(store, SQLiteStore)
 
-    def vectors(centre_min_rows: int) -> VectorStore | None:
+    def vectors(centre_min_rows: int, centre_min_norm: float) -> VectorStore | None:
         # Imported here: the vectors module loads numpy, which a keyword-only command (and
         # every cold `clawmem` that never embeds) must not pay for.
         from clawmemory.backends.sqlite.vectors import SQLiteVectors
 
         # Without the sqlite-vec extension the file still works, with keyword recall only.
-        return SQLiteVectors(store, centre_min_rows) if store.vec_available else None
+        return (SQLiteVectors(store, centre_min_rows, centre_min_norm) if store.vec_available
+                else None)
 
     def history(namespace: str, clock: Clock) -> HistoryStore:
         return SQLiteHistoryStore(store, namespace, clock=clock)

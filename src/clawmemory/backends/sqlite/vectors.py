@@ -35,9 +35,11 @@ class _Cache:
 
 
 class SQLiteVectors:
-    def __init__(self, store: SQLiteStore, centre_min_rows: int = 50) -> None:
+    def __init__(self, store: SQLiteStore, centre_min_rows: int = 50,
+                 centre_min_norm: float = 0.0) -> None:
         self.store = store
         self.centre_min_rows = centre_min_rows
+        self.centre_min_norm = centre_min_norm
         self.dimension: int | None = None
         self._caches: dict[str, _Cache] = {}
         self._lock = threading.RLock()
@@ -182,7 +184,10 @@ class SQLiteVectors:
             return len(self._sync(namespace).matrix)
 
     def centred(self, namespace: str) -> bool:
-        return bool(self.centre_min_rows) and self.count(namespace) >= self.centre_min_rows
+        if self.dimension is None:
+            return False
+        with self._lock:
+            return self._sync(namespace).matrix.centred
 
     def missing(self, namespace: str, limit: int) -> list[str]:
         if self.dimension is None:
@@ -242,7 +247,8 @@ class SQLiteVectors:
 
     def _load(self, namespace: str, head: int) -> _Cache:
         assert self.dimension is not None
-        cache = _Cache(VectorMatrix(self.dimension, centre_min_rows=self.centre_min_rows), head)
+        cache = _Cache(VectorMatrix(self.dimension, centre_min_rows=self.centre_min_rows,
+                                    centre_min_norm=self.centre_min_norm), head)
         cache.add(self._rows("v.namespace = ?", [namespace]))
         return cache
 

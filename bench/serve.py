@@ -47,7 +47,7 @@ def _sentence(rng: random.Random) -> str:
     return " ".join(_words(rng, rng.randint(8, 16))).capitalize() + "."
 
 
-def _start(db: Path, embedder: str) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(db: Path, embedder: str) -> tuple[subprocess.Popen[bytes], str]:
     env = {**os.environ, "CLAWMEM_EMBEDDER__PROVIDER": embedder, "CLAWMEM_LOG_LEVEL": "WARNING"}
     out = db.with_suffix(".out")
     with out.open("wb") as sink:
@@ -105,7 +105,7 @@ def _pct(values: list[float], q: float) -> float:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     folder = Path(tempfile.mkdtemp(prefix="clawmem-serve-bench-"))
-    proc, url = _start(folder / "bench.db", args.embedder)
+    proc, url = start_server(folder / "bench.db", args.embedder)
     try:
         rng = random.Random(1)
         with httpx.Client(base_url=url, timeout=600, trust_env=False) as client:

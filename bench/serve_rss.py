@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -23,6 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+
+from serve import start_server  # bench/serve.py: the same server start
 
 PEOPLE = ("Ana", "Bo", "Chen", "Dara", "Eli", "Fay", "Gus", "Hana")
 
@@ -32,12 +32,6 @@ def rss_mib(pid: int) -> float:
         if line.startswith("VmRSS"):
             return int(line.split()[1]) / 1024
     raise RuntimeError("no VmRSS (Linux only)")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def store_share(url: str, first: int, total: int, step: int) -> None:
@@ -55,22 +49,10 @@ def main() -> int:
     p.add_argument("--threads", type=int, default=8)
     p.add_argument("--recalls", type=int, default=50)
     args = p.parse_args()
-    folder = tempfile.mkdtemp(prefix="clawmem-rss-")
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen(
-        [sys.executable, "-m", "clawmemory.interfaces.cli", "--db", f"{folder}/m.db", "serve",
-         "--port", str(port)],
-        env=dict(os.environ, CLAWMEM_HOME=folder), stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL)
+    folder = Path(tempfile.mkdtemp(prefix="clawmem-rss-"))
+    server, url = start_server(folder / "m.db", "local")  # the default embedder
     try:
         with httpx.Client(base_url=url, timeout=60) as client:
-            for _ in range(240):
-                try:
-                    client.get("/v1/health").raise_for_status()
-                    break
-                except httpx.HTTPError:
-                    time.sleep(0.25)
             print(f"started: {rss_mib(server.pid):.0f} MiB", flush=True)
             began = time.monotonic()
             with ThreadPoolExecutor(args.threads) as pool:

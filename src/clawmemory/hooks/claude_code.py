@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from clawmemory.errors import InvalidInputError, StorageError
+from clawmemory.private import atomic_write
 from clawmemory.text import CONTEXT_CLOSE, CONTEXT_OPEN, estimate_tokens, strip_memory_context
 
 if TYPE_CHECKING:
@@ -386,9 +387,8 @@ def _cursor(directory: Path, key: str) -> Iterator[dict[str, Any]]:
         try:
             yield state
         finally:
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(state), encoding="utf-8")
-            tmp.replace(path)
+            # No fsync: the next hook of the session rewrites it, and every prompt waits.
+            atomic_write(path, json.dumps(state).encode("utf-8"), fsync=False)
     finally:
         os.close(fd)  # closing releases the lock
 

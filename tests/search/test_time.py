@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from clawmemory import Filter, InvalidInputError, Memory, MemoryRecord, Settings
 from clawmemory.backends.base import Store
+from clawmemory.search.temporal import query_periods
 from conftest import DAY, START, Clock
 
 
@@ -202,12 +203,29 @@ def test_a_query_without_time_words_never_loads_the_date_parser(tmp_path: object
         "m = Memory.open(sys.argv[1], settings=Settings(db=sys.argv[1],"
         " embedder={'provider': 'none'}))\n"
         "m.store('User prefers dark mode'); m.recall('dark mode settings')\n"
+        "m.recall('dark mode for my 2 cats, order 20000')\n"  # numbers alone name no time
         "print('dateparser' in sys.modules)\n"
         "m.recall('dark mode since yesterday'); print('dateparser' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code, f"{tmp_path}/d.db"], check=True,
                          capture_output=True, text=True).stdout.split()
     assert out == ["False", "True"]
+
+
+@pytest.mark.parametrize("query", [
+    "what did I buy in 2023", "the call on 15/07/23 at 10", "notes from 2023-11-13",
+    "what changed this 1 week", "what happened 3 weeks ago", "plans for next 2 months",
+])
+def test_a_number_with_a_year_separators_or_a_marker_still_names_a_period(query: str) -> None:
+    """The parser is skipped for numbers alone; beside a year, a date's separators, "this",
+    "ago" or "next" it still reads them."""
+    assert query_periods(query, START, UTC, ("en",)), query
+
+
+@pytest.mark.parametrize("query", ["my 2 cats", "order 20000 arrived", "room 101 key",
+                                   "in 3 weeks"])
+def test_a_number_alone_names_no_period(query: str) -> None:
+    assert query_periods(query, START, UTC, ("en",)) == ()
 
 
 # --- event times from stored text ---------------------------------------------------------------

@@ -243,6 +243,7 @@ class Retriever:
             lists.append(self.entity(req, pool))
         self.stages.update(keyword=_ms(t, t1), entity=_ms(t1, time.perf_counter()))
         ahead = self._similarities_ahead(req, lists, embedded) if vector_side else None
+        periods = self.periods(req)  # the date parser runs while the query is embedded
         records: dict[str, MemoryRecord] = {}
         t = time.perf_counter()
         term_sets = self._term_sets(req, lists, terms, records) if req.mode == "hybrid" else {}
@@ -253,7 +254,6 @@ class Retriever:
             lists.append(candidates)
         t1 = time.perf_counter()
         self.stages["wait"] = _ms(t, t1)  # what the vector side added after the other lists
-        periods = self.periods(req)
         if periods and qv is not None and req.mode == "hybrid" and self.time_cfg.query_candidates:
             lists.append(self.period_list(req, periods, qv, pool))
         fused = self._fuse(lists, req, qv, term_sets, ahead)

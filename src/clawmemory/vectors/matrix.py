@@ -41,7 +41,11 @@ class VectorMatrix:
         self,
         dimension: int,
         *,
-        binary_threshold: int = 20_000,
+        # Exact below this many rows; above it the sign-bit pre-selection. The crossover on the
+        # 2-core box (real MiniLM vectors, k = 70): equal at 10k rows (0.66 vs 0.59 ms), and at
+        # 20k the exact product (30 MB, past the L3 cache) takes 2.0 ms against 0.72, keeping
+        # 99.98% of the exact top 70 (ADR 0002).
+        binary_threshold: int = 10_000,
         rescore_factor: int = 20,
         centre_min_rows: int = 50,
         centre_min_norm: float = 0.0,

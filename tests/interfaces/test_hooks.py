@@ -411,6 +411,57 @@ def test_the_installed_command_runs_as_written(tmp_path: Path) -> None:
     assert "uv folder" in json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
 
 
+def test_a_resumed_or_compacted_session_starts_with_memories_about_its_last_prompt(
+        tmp_path: Path) -> None:
+    """SessionStart asks with the transcript's last prompt when there is one; a new session,
+    whose folder name matches nothing, gets no block."""
+    db = tmp_path / "m.db"
+    with Memory.open(db) as mem:
+        mem.observe("user", "Deploys to staging need the VPN profile 'ops-eu'.", "earlier")
+    folder = tmp_path / "scratch"
+    folder.mkdir()
+    log = tmp_path / "now.jsonl"
+    write_lines(log, [])
+
+    def start(source: str) -> str:
+        result = clawmem("--db", db, "hooks", "run", "SessionStart", cwd=folder,
+                         stdin=payload("SessionStart", "now", log, folder, source=source))
+        assert (result.rc, result.err) == (0, ""), result
+        return result.out
+
+    assert start("startup") == ""
+    write_lines(log, [user("Which VPN profile do staging deploys need?", "now", 0),
+                      assistant([text("Let me check.")], "now", 1)])
+    context = json.loads(start("compact"))["hookSpecificOutput"]["additionalContext"]
+    assert "ops-eu" in context
+
+
+def test_a_cursor_goes_once_its_transcript_is_gone(tmp_path: Path) -> None:
+    """Store events drop, once a day, the cursors of transcripts Claude Code has deleted; a
+    live session's cursor stays, so its turns are never stored twice."""
+    db = tmp_path / "m.db"
+    cursors = tmp_path / "clawmem-home" / "hooks" / "claude-code"
+    logs = {s: tmp_path / f"{s}.jsonl" for s in ("old", "live")}
+    for s, log in logs.items():
+        write_lines(log, [user(f"a note from the {s} session", s, 0)])
+        done = clawmem("--db", db, "hooks", "run", "Stop", cwd=tmp_path,
+                       stdin=payload("Stop", s, log, tmp_path))
+        assert (done.rc, done.err) == (0, "")
+    assert len(list(cursors.glob("*.json"))) == 2
+    logs["old"].unlink()  # Claude Code's cleanup
+    day_ago = (cursors / "last-sweep").stat().st_mtime - 86_401
+    os.utime(cursors / "last-sweep", (day_ago, day_ago))
+    write_lines(logs["live"], [user("one more note", "live", 1)], append=True)
+    clawmem("--db", db, "hooks", "run", "Stop", cwd=tmp_path,
+            stdin=payload("Stop", "live", logs["live"], tmp_path))
+    [kept] = list(cursors.glob("*.json"))
+    assert json.loads(kept.read_text())["transcript"] == str(logs["live"].resolve())
+    assert len(list(cursors.glob("*.lock"))) == 1
+    with Memory.open(db) as mem:
+        assert [c for _, c in turns_of(mem, "live")] == ["a note from the live session",
+                                                        "one more note"]
+
+
 # --- the pieces ---------------------------------------------------------------------------------
 def test_a_line_still_being_written_waits_and_a_replaced_transcript_is_read_again(
         tmp_path: Path) -> None:

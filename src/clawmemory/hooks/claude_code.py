@@ -32,6 +32,7 @@ import json
 import os
 import re
 import shlex
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,8 +50,9 @@ if TYPE_CHECKING:
 __all__ = [
     "EVENTS", "RECALL_DEADLINE_S", "RECALL_EVENTS", "STORE_DEADLINE_S", "STORE_EVENTS",
     "FacadeMemory", "HookInput", "HookMemory", "HttpMemory", "Recalled", "Turn",
-    "context_block", "hook_config", "hook_output", "merge_settings", "parse_input",
-    "read_turns", "recall_context", "settings_path", "state_dir", "store_turns",
+    "context_block", "hook_config", "hook_output", "last_prompt", "merge_settings",
+    "parse_input", "prune_cursors", "read_turns", "recall_context", "settings_path",
+    "state_dir", "store_turns",
 ]
 
 RECALL_EVENTS = ("SessionStart", "UserPromptSubmit")
@@ -69,6 +71,8 @@ HTTP_TIMEOUT_S = 10.0
 MAX_QUERY_CHARS = 2_000  # a pasted log is not a better query than its first lines
 MAX_ENTRY_CHARS = 600  # one recalled memory in the block: a long turn must not eat the budget
 MAX_TURN_CHARS = 20_000  # one stored turn; a 100 kB paste is clipped, not refused
+TAIL_BYTES = 256 * 1024  # where a session's start looks for its last prompt
+SWEEP_EVERY_S = 86_400.0  # how often a store event looks for cursors to drop
 HEADER = "Memories from earlier sessions (clawmemory); use them only where they help:"
 
 # The scaffolding Claude Code writes as user messages around slash commands: not the user's words.
@@ -245,14 +249,15 @@ def recall_context(
     mem: Callable[[], HookMemory], hook: HookInput, *, budget_tokens: int, limit: int
 ) -> str:
     """The ``[Memory context]`` block for a recall event, "" when nothing relevant is found.
-    UserPromptSubmit asks with the prompt; SessionStart with the project's name (the last
-    part of ``cwd``), the one thing known before the first prompt. The current session's own
-    memories are left out: they are in the transcript already. ``mem`` is called only when
-    there is a question to ask."""
+    UserPromptSubmit asks with the prompt. SessionStart asks with the session's last prompt
+    when its transcript has one (a resumed or compacted session: what the user was working
+    on), else with the project's name (the last part of ``cwd``), the one thing known before
+    the first prompt. The current session's own memories are left out: they are in the
+    transcript already. ``mem`` is called only when there is a question to ask."""
     if hook.event == "UserPromptSubmit":
         query = strip_memory_context(hook.prompt or "").strip()
     else:
-        query = Path(hook.cwd).name if hook.cwd else ""
+        query = last_prompt(hook.transcript_path) or (Path(hook.cwd).name if hook.cwd else "")
     if not query:
         return ""
     found = mem().recall(query[:MAX_QUERY_CHARS], limit=limit,
@@ -362,6 +367,21 @@ def _turn_text(line: bytes) -> tuple[str | None, str]:
     return (str(entry["type"]), text) if text else (None, "")
 
 
+def last_prompt(transcript: str | None) -> str:
+    """The last user turn in the transcript's final ``TAIL_BYTES`` ("" when there is none, or
+    no readable transcript): a session's start must not read a long session whole. The
+    partial first line of the tail is not JSON and is skipped like any other non-turn."""
+    if not transcript:
+        return ""
+    path = Path(transcript).expanduser()
+    try:
+        size = path.stat().st_size
+        turns, _ = read_turns(path, max(0, size - TAIL_BYTES))
+    except OSError:
+        return ""
+    return next((t.text for t in reversed(turns) if t.role == "user"), "")
+
+
 def state_dir(home: Path | None = None) -> Path:
     """Where the cursors live: ``{home}/hooks/claude-code``; ``home`` defaults to
     $CLAWMEM_HOME or ~/.clawmemory (the settings' own default, read without the settings)."""
@@ -414,6 +434,7 @@ def store_turns(mem: Callable[[], HookMemory], hook: HookInput, *, directory: Pa
         raise InvalidInputError(f"the transcript {str(path)!r} does not exist")
     key = "\n".join((target, hook.session_id, str(path.resolve())))
     with _cursor(directory, key) as state:
+        state["transcript"] = str(path.resolve())  # what prune_cursors checks
         offset = state.get("offset", 0)
         turns, end = read_turns(path, offset if isinstance(offset, int) else 0)
         if turns:
@@ -422,7 +443,36 @@ def store_turns(mem: Callable[[], HookMemory], hook: HookInput, *, directory: Pa
                 memory.observe(turn.role, turn.text[:MAX_TURN_CHARS], hook.session_id)
                 state["offset"] = turn.end
         state["offset"] = end  # the lines after the last turn hold no words
-        return len(turns)
+    with contextlib.suppress(OSError):  # tidying must never fail the hook
+        prune_cursors(directory)
+    return len(turns)
+
+
+def prune_cursors(directory: Path, *, now: float | None = None) -> int:
+    """Drop the cursors whose transcript is gone (Claude Code deletes transcripts after its
+    ``cleanupPeriodDays``, 30 by default): no hook can come for them, and one file per session
+    would otherwise pile up for good. Looks at most once every ``SWEEP_EVERY_S`` (a stamp
+    file's time); returns how many cursors went. A cursor written before cursors named their
+    transcript stays until its session's next store event names it."""
+    now = time.time() if now is None else now
+    stamp = directory / "last-sweep"
+    with contextlib.suppress(FileNotFoundError):
+        if 0 <= now - stamp.stat().st_mtime < SWEEP_EVERY_S:
+            return 0
+    stamp.touch()
+    os.utime(stamp, (now, now))
+    removed = 0
+    for path in directory.glob("*.json"):
+        try:
+            state = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        transcript = state.get("transcript") if isinstance(state, dict) else None
+        if isinstance(transcript, str) and not Path(transcript).exists():
+            path.unlink(missing_ok=True)
+            path.with_suffix(".lock").unlink(missing_ok=True)
+            removed += 1
+    return removed
 
 
 # --- install: the settings Claude Code reads ---------------------------------------------------

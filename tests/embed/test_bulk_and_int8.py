@@ -62,7 +62,7 @@ def test_bulk_threads_give_the_same_vectors_in_the_same_order(
     one, two = _embedder(bulk_threads=1), _embedder(bulk_threads=2)
     threads = _threads_of_runs(two, monkeypatch)
     assert np.abs(one.embed(TEXTS) - two.embed(TEXTS)).max() < 1e-6
-    assert len(threads) == 2  # seven batches of four, on two threads
+    assert len(threads) == 2  # batches of at most four, on two threads
     pooled_one, pooled_two = one.embed_in_context(PAIRS), two.embed_in_context(PAIRS)
     assert np.abs(pooled_one - pooled_two).max() < 1e-6
     for i in (0, 3, len(TEXTS) - 1):  # each row is its own text's, not a neighbour's
@@ -71,11 +71,28 @@ def test_bulk_threads_give_the_same_vectors_in_the_same_order(
     assert two.embed_in_context([]).shape == (0, 384)
 
 
+def test_a_few_long_turns_in_context_are_shared_between_the_threads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One session's turns, each read after the one before (~256 tokens a pair), fit in one
+    batch of 64 by count; they are cut by padded tokens instead, so both cores embed them,
+    and each vector is what the pair gives alone."""
+    two = make_embedder("local", query_cache_size=0, local=LocalOptions(bulk_threads=2))
+    threads = _threads_of_runs(two, monkeypatch)
+    long = [f"turn {i}: " + "the release train leaves on Thursday after the freeze. " * 25
+            for i in range(6)]
+    pairs = [(long[i - 1] if i else "", text) for i, text in enumerate(long)]
+    together = two.embed_in_context(pairs)
+    assert len(threads) == 2
+    for i, pair in enumerate(pairs):
+        assert float(two.embed_in_context([pair])[0] @ together[i]) > 1 - 1e-6
+
+
 def test_a_query_stays_on_the_calling_thread(monkeypatch: pytest.MonkeyPatch) -> None:
     embedder = _embedder(bulk_threads=2)
     threads = _threads_of_runs(embedder, monkeypatch)
     embedder.embed_query("when is staging rebuilt")
-    embedder.embed(TEXTS[:4])  # one batch: nothing to share
+    embedder.embed([TEXTS[0]] * 4)  # one batch (one length): nothing to share
     assert threads == {threading.get_ident()}
 
 

@@ -32,6 +32,11 @@ if TYPE_CHECKING:
 
     F32 = npt.NDArray[np.float32]
 
+# Batches hold sequences within this many tokens (or a quarter) of each other, and at most
+# this many tokens padded (``_batches``).
+SPREAD = 16
+BATCH_TOKENS = 512
+
 __all__ = ["ModelFolder", "OnnxEmbedder", "onnx_file"]
 
 log = logging.getLogger("clawmemory")
@@ -282,7 +287,7 @@ class _Runtime:
         one thread, so are the vectors."""
         np = self.np
         order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
-        batches = [order[b : b + batch] for b in range(0, len(order), batch)]
+        batches = _batches(order, [len(s) for s in seqs], batch)
         if not batches:
             empty: F32 = np.zeros((0, self.dimension(None)), dtype=np.float32)
             return empty
@@ -320,3 +325,27 @@ class _Runtime:
             else:
                 out[row] = states[row, starts[i] : len(seqs[i])].mean(0, dtype=np.float64)
         return out
+
+
+def _batches(order: Sequence[int], lengths: Sequence[int], size: int) -> list[list[int]]:
+    """``order`` (by length, shortest first) cut into batches of at most ``size`` sequences
+    and ``BATCH_TOKENS`` padded tokens, whose longest sequence is at most ``SPREAD`` tokens
+    (or a quarter) longer than their shortest. Every sequence of a batch is padded to its
+    longest, and attention's cost grows with the square of the width: a session's few turns,
+    a short question beside a 250-token answer, used to share one batch padded to the answer.
+    And the batches are what the threads share: one session's ten turns read in context
+    (each ~256 tokens with the turn before it) made one batch, so one core did all of it."""
+    out: list[list[int]] = []
+    for i in order:
+        batch = out[-1] if out else None
+        if (batch is not None and len(batch) < size
+                and lengths[i] <= _widest(lengths[batch[0]])
+                and (len(batch) + 1) * lengths[i] <= BATCH_TOKENS):
+            batch.append(i)
+        else:
+            out.append([i])
+    return out
+
+
+def _widest(shortest: int) -> int:
+    return max(shortest + SPREAD, shortest + shortest // 4)

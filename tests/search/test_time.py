@@ -273,6 +273,23 @@ def embedder() -> object:
     return e
 
 
+def test_event_order_ranks_hybrid_recalls_but_not_vector_ones(tmp_path: object,
+                                                              embedder: object) -> None:
+    """On cosine alone the order factor re-sorted the list by date (ADR 0030): vector mode
+    ranks by meaning, hybrid and keyword apply event order."""
+    path = f"{tmp_path}/o.db"
+    with Memory.open(path, embedder=embedder, clock=Clock()) as mem:
+        mem.store("Bought a 50mm lens for the camera", event_time=START - 60 * DAY)
+        mem.store("Bought a wide 16mm lens for the camera", event_time=START - 2 * DAY)
+        mem.store("Walked the dog along the river", event_time=START - DAY)
+        asked = "Which camera lens did I buy most recently?"
+        hybrid = mem.recall(asked, mode="hybrid", touch=False)
+        assert hybrid[0].explain.factors["order"] == 1.5
+        vector = mem.recall(asked, mode="vector", touch=False)
+        assert vector and all("order" not in h.explain.factors for h in vector)
+        assert "dog" not in vector[0].memory.content  # the newest, but not about lenses
+
+
 def test_hybrid_finds_what_happened_in_the_named_period(tmp_path: object, embedder: object
                                                         ) -> None:
     """"What did I do yesterday?" shares no word with what was done: the period's memories

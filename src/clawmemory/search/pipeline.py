@@ -264,7 +264,10 @@ class Retriever:
             # Smoothing needs BM25's sharp scores; cosine alone is too flat (measured: ADR 0005).
             self._smooth(fused, req)
         answer = self.time_cfg.answer_boost > 0 and asks_when(req.query)
-        order = asks_order(req.query) if self.time_cfg.order_boost > 0 else None
+        # Event order needs sharp scores, as smoothing does: on cosine alone (vector mode) its
+        # ×1.5 for the newest, linear down to the oldest, re-sorts a flat list by date (ADR 0030).
+        ordering = self.time_cfg.order_boost > 0 and req.mode != "vector"
+        order = asks_order(req.query) if ordering else None
         when = self._when(fused, req, records) if periods or answer or order else {}
         dated = {m for m in when if states_time(records[m].content)} if answer else None
         ordered = order_factors(when, order, self.time_cfg.order_boost) if order else {}

@@ -263,14 +263,7 @@ class Retriever:
         if self.cfg.neighbour_weight > 0 and req.mode != "vector":
             # Smoothing needs BM25's sharp scores; cosine alone is too flat (measured: ADR 0005).
             self._smooth(fused, req)
-        answer = self.time_cfg.answer_boost > 0 and asks_when(req.query)
-        # Event order needs sharp scores, as smoothing does: on cosine alone (vector mode) its
-        # ×1.5 for the newest, linear down to the oldest, re-sorts a flat list by date (ADR 0030).
-        ordering = self.time_cfg.order_boost > 0 and req.mode != "vector"
-        order = asks_order(req.query) if ordering else None
-        when = self._when(fused, req, records) if periods or answer or order else {}
-        dated = {m for m in when if states_time(records[m].content)} if answer else None
-        ordered = order_factors(when, order, self.time_cfg.order_boost) if order else {}
+        order, when, dated, ordered = self._time_inputs(fused, req, periods, records)
         ranked = self._rank(fused, req, periods, when, dated, ordered)
         if self.cfg.session_weight > 0 and req.mode != "vector":
             ranked = self._session_support(ranked, fused)
@@ -283,6 +276,23 @@ class Retriever:
         out = self._with_matched_terms(hits, terms, lists, periods)
         self.stages["fusion"] += _ms(t1, time.perf_counter())
         return out
+
+    def _time_inputs(
+        self, fused: dict[str, Fused], req: RecallRequest, periods: Sequence[Period],
+        records: dict[str, MemoryRecord],
+    ) -> tuple[str | None, dict[str, float], set[str] | None, dict[str, float]]:
+        """What the time factors read: the order the question asks for ("latest",
+        "earliest" or None), when each candidate happened, the candidates stating a time
+        (a "when" question; None otherwise) and the event-order factors."""
+        answer = self.time_cfg.answer_boost > 0 and asks_when(req.query)
+        # Event order needs sharp scores, as smoothing does: on cosine alone (vector mode) its
+        # ×1.5 for the newest, linear down to the oldest, re-sorts a flat list by date (ADR 0030).
+        ordering = self.time_cfg.order_boost > 0 and req.mode != "vector"
+        order = asks_order(req.query) if ordering else None
+        when = self._when(fused, req, records) if periods or answer or order else {}
+        dated = {m for m in when if states_time(records[m].content)} if answer else None
+        ordered = order_factors(when, order, self.time_cfg.order_boost) if order else {}
+        return order, when, dated, ordered
 
     def _centred(self, req: RecallRequest) -> bool:
         """Whether this namespace's cosines are centred ones (vectors/matrix.py)."""

@@ -29,6 +29,7 @@ import argparse
 import gzip
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -77,9 +78,7 @@ def ingest(sessions: list[tuple[float, str, list[dict[str, Any]]]], embedder: An
         return time.perf_counter() - start
     finally:
         mem.close()
-        for p in folder.iterdir():
-            p.unlink()
-        folder.rmdir()
+        shutil.rmtree(folder)
 
 
 def main(argv: list[str] | None = None) -> int:

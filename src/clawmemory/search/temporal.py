@@ -152,9 +152,11 @@ def _time_words(text: str) -> bool:
 
 def _triggered(text: str) -> bool:
     """Whether the parser could find an accepted span in ``text`` (``_accepted``). A number
-    alone never makes one: it needs a year, a unit ("in 3 weeks"), "this", or a date's
-    separators beside it ("15/07/23"). Queries often hold numbers ("my 2 cats", an order
-    number), and the parser costs ~1.5 ms of the recall's critical path."""
+    alone never makes one: ``_accepted`` wants a year, a date's separators ("15/07/23"), or a
+    marker with a unit or a name beside it; the other markers and names trigger by
+    themselves, and a number beside "this" or a unit word is sent on too, to be safe.
+    Queries often hold numbers ("my 2 cats", an order number), and the parser costs ~1.5 ms
+    of the recall's critical path."""
     words = [w.lower() for w in _words(text)]
     if any(w in _TRIGGERS for w in words):
         return True

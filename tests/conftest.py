@@ -310,3 +310,35 @@ def make_mem(tmp_path: Path, clock: Clock) -> Iterator[Callable[..., Memory]]:
     yield make
     for made in opened:
         made.close()
+
+
+# The modules whose tests take tens of seconds each (installs, many subprocesses, thousands of
+# HTTP probes). They run first: with two workers taking tests as they free up, a run that ends
+# on one of them leaves the other worker idle for as long; one that ends on short tests does
+# not. Order is all this changes: every test still runs, and none depends on another.
+LONG_FIRST = (
+    "tests/test_packaging.py",
+    "tests/interfaces/test_cli_docs_run.py",
+    "tests/interfaces/test_tenants.py",
+    "tests/test_fuzz_edges.py",
+    "tests/test_no_phone_home.py",
+    "tests/backends/test_postgres.py",
+    "tests/backends/test_postgres_concurrency.py",
+    "tests/backends/test_crash.py",
+    "tests/core/test_write_path.py",
+    "tests/embed/test_onnx_embedder.py",
+    "tests/interfaces/test_mcp.py",
+    "tests/test_examples.py",
+    "tests/interfaces/test_chat_cli.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Run the long modules' tests first (``LONG_FIRST``), keeping every other order."""
+    rank = {path: i for i, path in enumerate(LONG_FIRST)}
+    root = config.rootpath
+
+    def key(item: pytest.Item) -> int:
+        return rank.get(item.path.relative_to(root).as_posix(), len(rank))
+
+    items.sort(key=key)

@@ -313,8 +313,8 @@ def test_enrichment_counts_the_entity_links_of_every_memory(
 
 def test_enrichment_with_entities_off_is_skipped_and_says_why(mem: Memory) -> None:
     # Pins the skip message when the store keeps no entities.
-    cfg = mem.settings.model_copy(update={"entities": {"enabled": False}})
-    off = Memory(mem.store_backend, Settings.model_validate(cfg.model_dump()), clock=mem.clock)
+    cfg = {**mem.settings.model_dump(), "entities": {"enabled": False}}
+    off = Memory(mem.store_backend, Settings.model_validate(cfg), clock=mem.clock)
     run = run_job(off, "enrich")
     assert (run.outcome, run.message) == ("skipped", "skipped: entities are off for this store")
 

@@ -204,6 +204,7 @@ def test_a_query_without_time_words_never_loads_the_date_parser(tmp_path: object
         " embedder={'provider': 'none'}))\n"
         "m.store('User prefers dark mode'); m.recall('dark mode settings')\n"
         "m.recall('dark mode for my 2 cats, order 20000')\n"  # numbers alone name no time
+        "m.recall('dark mode in the past two weeks')\n"  # a span that ends now: read here
         "print('dateparser' in sys.modules)\n"
         "m.recall('dark mode since yesterday'); print('dateparser' in sys.modules)\n"
     )
@@ -226,6 +227,67 @@ def test_a_number_with_a_year_separators_or_a_marker_still_names_a_period(query:
                                    "in 3 weeks"])
 def test_a_number_alone_names_no_period(query: str) -> None:
     assert query_periods(query, START, UTC, ("en",)) == ()
+
+
+def _days(query: str) -> list[tuple[str, str, str]]:
+    """(text, first day, day after the last) of each period ``query`` names, asked at START
+    (Tuesday 2023-11-14, 22:13 UTC)."""
+    def day(t: float) -> str:
+        return datetime.fromtimestamp(t, UTC).date().isoformat()
+    return [(p.text, day(p.start), day(p.end)) for p in query_periods(query, START, UTC, ("en",))]
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("Which concerts did I attend in the past two months?",
+     ("the past two months", "2023-09-14", "2023-11-15")),
+    ("what did I fix over the last 10 days", ("the last 10 days", "2023-11-04", "2023-11-15")),
+    ("my runs this past week", ("this past week", "2023-11-07", "2023-11-15")),
+    ("plants I bought in the last month", ("the last month", "2023-10-14", "2023-11-15")),
+    ("during the past few days", ("the past few days", "2023-11-11", "2023-11-15")),
+    ("in the last couple of weeks", ("the last couple of weeks", "2023-10-31", "2023-11-15")),
+])
+def test_a_span_that_ends_now_is_read_as_one(query: str, expected: tuple[str, str, str]
+                                            ) -> None:
+    """The parser read "the past two months" as the one month two months back (September),
+    "the last 10 days" as the tenth day back, and "the past week" as nothing."""
+    assert _days(query) == [expected]
+
+
+def test_a_plain_last_month_is_still_the_calendar_month_before() -> None:
+    assert _days("what did I buy last month") == [("last month", "2023-10-01", "2023-11-01")]
+    assert _days("two months ago") == [("two months ago", "2023-09-01", "2023-10-01")]
+    assert _days("the last time I went") == []
+
+
+def test_memories_of_the_past_two_months_get_the_whole_time_factor(
+        tmp_path: object, embedder: object) -> None:
+    with Memory.open(f"{tmp_path}/p.db", embedder=embedder, clock=Clock()) as mem:
+        mem.store("Saw the Arctic Monkeys live at the arena", event_time=START - 20 * DAY)
+        mem.store("Went to a jazz concert at the Blue Note", event_time=START - 45 * DAY)
+        hits = mem.recall("Which concerts did I attend in the past two months?", touch=False)
+        assert [h.explain.factors["time"] for h in hits] == [1.5, 1.5]
+        assert all("time:the past two months" in h.explain.matched_terms for h in hits)
+
+
+def test_in_vector_mode_a_named_period_does_not_outrank_meaning(tmp_path: object,
+                                                                 embedder: object) -> None:
+    """On (cos + 1) / 2 a memory off the topic but inside the period (× 1.5) came first;
+    ``recall.vector_sharpness`` (ADR 0031) ranks the concert, outside it, above."""
+    path = f"{tmp_path}/v.db"
+    with Memory.open(path, embedder=embedder, clock=Clock()) as mem:
+        mem.store("Saw the Arctic Monkeys live at the arena with my sister",
+                  event_time=START - 100 * DAY)
+        mem.store("Renewed my library card at the front desk", event_time=START - 30 * DAY)
+        mem.store("Fixed the leaking kitchen tap", event_time=START - 200 * DAY)
+        asked = "Which concerts did I go to last month?"
+        hits = mem.recall(asked, mode="vector", touch=False)
+        assert [h.explain.factors["time"] for h in hits[:2]] == [1.0, 1.5]
+        assert "Arctic Monkeys" in hits[0].memory.content
+        assert hits[0].explain.fused == pytest.approx(
+            ((hits[0].explain.lists["vector"]["cosine"] + 1) / 2) ** 4, rel=1e-5)
+    flat = Settings(db=path, recall={"vector_sharpness": 1})
+    with Memory.open(path, settings=flat, embedder=embedder, clock=Clock()) as mem:
+        assert "library card" in mem.recall(asked, mode="vector", touch=False)[0].memory.content
 
 
 # --- event times from stored text ---------------------------------------------------------------

@@ -334,10 +334,11 @@ class Retriever:
                 sims = {**sims, **self.vectors.similarities(req.namespace, qv, unscored)}
             for mid, sim in sims.items():  # every id asked for is a candidate
                 fused[mid].lists.setdefault("vector", {}).setdefault("cosine", round(sim, 6))
-        if len(active) == 1 and len(lists) == 1:
+        if len(active) == 1 and len(lists) == 1:  # vector or keyword mode: no fusion
+            sharp = self.cfg.vector_sharpness
             for f in fused.values():
                 raw = f.lists[active[0].name][active[0].measure]
-                f.score = (raw + 1) / 2 if active[0].measure == "cosine" else raw
+                f.score = ((raw + 1) / 2) ** sharp if active[0].measure == "cosine" else raw
         elif self.cfg.fusion == "calibrated":
             fusion.calibrated(fused, self.cfg, term_sets)
         elif self.cfg.fusion == "weighted":

@@ -249,12 +249,50 @@ def _spans(text: str, base: datetime, languages: tuple[str, ...]) -> list[tuple[
     return out
 
 
+# "the past two months", "the last 10 days", "this past week", "past year": a span that ends
+# now. The parser reads them as the one month, week or day that long ago ("the past two months"
+# asked on 22 April was February), which ranked February's memories above the concerts of
+# March and April the question was about. A plain "last month" / "last week" (no article, no
+# count) is the calendar month or week before this one, and stays the parser's; so is "the
+# last week of March" (the final one).
+_ROLLING = re.compile(
+    r"\b(?:(?P<article>the|this)\s+)?(?P<marker>past|last|previous)\s+"
+    r"(?:(?P<count>\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
+    r"|few|couple(?:\s+of)?|several)\s+)?(?P<unit>day|week|fortnight|month|year)s?\b(?!\s+of\b)",
+    re.IGNORECASE)
+_COUNTS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+           "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "few": 3,
+           "couple": 2, "couple of": 2, "several": 4}
+_UNIT_DAYS = {"day": 1, "week": 7, "fortnight": 14, "month": 30.44, "year": 365.25}
+
+
+def _rolling(query: str, base: datetime) -> tuple[list[tuple[str, datetime, datetime]], str]:
+    """The spans of ``query`` that end now, as (text, start, end), and the query with them
+    blanked out (what is left for the parser): whole days, from the day that many units
+    back (a month: 30.44 days) to the end of today."""
+    found = []
+    for m in _ROLLING.finditer(query):
+        count = m["count"]
+        if not (m["marker"].lower() == "past" or m["article"] or count):
+            continue  # "last month": the calendar month before this one
+        n = int(count) if count and count.isdigit() else _COUNTS.get(
+            " ".join((count or "one").lower().split()), 1)
+        today = base.replace(hour=0, minute=0, second=0, microsecond=0)
+        start = today - timedelta(days=n * _UNIT_DAYS[m["unit"].lower()])
+        found.append((m[0], start.replace(hour=0, minute=0), today + timedelta(days=1)))
+    return found, _ROLLING.sub(lambda m: " " * len(m[0]) if any(
+        f[0] == m[0] for f in found) else m[0], query)
+
+
 # --- what the rest of clawmemory calls -----------------------------------------------------------
 @functools.lru_cache(maxsize=512)
 def _query_periods(query: str, minute: int, tz: tzinfo, languages: tuple[str, ...]
                    ) -> tuple[Period, ...]:
     base = _local(minute * 60.0, tz)
-    out = []
+    rolling, query = _rolling(query, base)
+    out = [Period(text, _epoch(start, tz), _epoch(end, tz)) for text, start, end in rolling]
+    if rolling and not _triggered(query):
+        return tuple(dict.fromkeys(out))  # nothing left for the parser: it is not loaded
     for span, before in _spans(query, base, languages):
         expr = f"{before} {span}" if before.lower() in _MARKERS else span
         parsed = _parse(expr, base, languages) or _parse(span, base, languages)

@@ -73,7 +73,11 @@ class FailingEmbedder:
     name = "local:sentence-transformers/all-MiniLM-L6-v2"
     dimension = 384
 
+    def __init__(self) -> None:
+        self.calls = 0
+
     def embed(self, texts: Sequence[str]) -> Any:
+        self.calls += 1
         raise EmbeddingError("provider is down")
 
     def embed_query(self, text: str) -> Any:
@@ -133,6 +137,53 @@ def test_a_failing_embedder_loses_no_record(tmp_path: Path, caplog: Any) -> None
                    " ON m.seq = q.seq ORDER BY q.seq")
     assert [r[0] for r in rows] == [got, stored]
     assert all(r[1] >= 1 for r in rows)
+
+
+def test_a_provider_that_is_down_is_asked_once_per_write(tmp_path: Path) -> None:
+    """The embedding starts before the write; when it fails, the write does not ask again
+    (a provider that times out would cost the caller twice)."""
+    failing = FailingEmbedder()
+    with Memory.open(tmp_path / "once.db", embedder=failing) as mem:
+        mem.store("The garage code is 4711")
+        assert failing.calls == 1
+        mem.store_many([{"content": "The boiler is due in March"}, {"content": "Bins on Monday"}])
+        assert failing.calls == 2
+        assert mem.stats()["vectors_queued"] == 3
+
+
+class ThreadNoting:
+    """An embedder that notes which thread asks it (a word-hash vector, no model)."""
+
+    name = "test:thread-noting"
+    dimension = 16
+
+    def __init__(self) -> None:
+        self.threads: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        self.threads.append(threading.current_thread().name)
+        rows = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for word in text.lower().split():
+                rows[i, sum(map(ord, word)) % self.dimension] += 1.0
+        return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-9)
+
+    def embed_query(self, text: str) -> Any:
+        return self.embed([text])[0]
+
+
+def test_a_write_is_embedded_beside_reading_its_dates_and_names(tmp_path: Path) -> None:
+    """The records' vectors are computed on another thread while the caller's thread reads
+    their dates and names and writes them: on two cores the model does not wait for those."""
+    noting = ThreadNoting()
+    with Memory.open(tmp_path / "ahead.db", embedder=noting) as mem:
+        stored = mem.store("Met Priya in Leeds yesterday about the office move")
+        mem.store_many([{"content": f"Turn {i} with Omar about the garden", "session_id": "s",
+                         "kind": "episode"} for i in range(5)])
+        assert noting.threads and all(t.startswith("clawmemory-write") for t in noting.threads)
+        hits = mem.recall("Priya Leeds office move", mode="vector", touch=False)
+        assert hits[0].memory.id == stored
+        assert mem.stats()["vectors_queued"] == 0
 
 
 # --- the vector queue ----------------------------------------------------------------------------

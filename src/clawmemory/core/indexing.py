@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # numpy loads on first vector use, not at import
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["Embedding", "VectorWorker", "drain_queue", "fill_vectors"]
+__all__ = ["Embedding", "VectorWorker", "drain_queue", "embedding_failed", "fill_vectors"]
 
 log = logging.getLogger("clawmemory")
 
@@ -45,7 +45,16 @@ class Embedding(Protocol):
         self,
         records: Sequence[MemoryRecord],
         preceding: Sequence[Sequence[MemoryRecord]] | None = None,
+        ready: Mapping[str, npt.NDArray[np.float32]] | None = None,
     ) -> list[tuple[str, npt.NDArray[np.float32]]]: ...
+
+
+def embedding_failed(queue: VectorQueue, entries: Sequence[QueueEntry],
+                     exc: ClawMemoryError) -> None:
+    """Queued memories whose embedding failed: said once, counted on their queue rows."""
+    log.warning("embedding %d queued memories failed (%s); they stay queued for"
+                " `clawmem maintain`", len(entries), exc)
+    queue.failed([e[2] for e in entries], str(exc))
 
 
 def fill_vectors(
@@ -53,10 +62,12 @@ def fill_vectors(
     queue: VectorQueue,
     entries: Sequence[QueueEntry],
     preceding: Mapping[str, Sequence[MemoryRecord]] | None = None,
+    ready: Mapping[str, npt.NDArray[np.float32]] | None = None,
 ) -> int:
     """Embed queued memories and store their vectors; returns how many were stored. Entries
     may span namespaces. ``preceding`` (id -> earlier turns) saves looking them up again when
-    the caller just did. Embedding errors are logged and counted on the queue rows."""
+    the caller just did, ``ready`` (id -> vector) the embedding it already has. Embedding
+    errors are logged and counted on the queue rows."""
     vectors = embedding.vectors()
     if vectors is None or not entries:
         return 0
@@ -70,11 +81,9 @@ def fill_vectors(
             continue
         before = None if preceding is None else [preceding.get(r.id, []) for r in records]
         try:
-            embedded = embedding.embed_documents(records, before)
+            embedded = embedding.embed_documents(records, before, ready)
         except ClawMemoryError as exc:
-            log.warning("embedding %d queued memories failed (%s); they stay queued for"
-                        " `clawmem maintain`", len(records), exc)
-            queue.failed([e[2] for e in group], str(exc))
+            embedding_failed(queue, group, exc)
             continue
         stored += vectors.upsert(ns, embedded, queued={e[1]: e[3] for e in group})
     return stored

@@ -6,7 +6,7 @@ still works until then."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from clawmemory.backends.base import Store
@@ -73,8 +73,9 @@ class Components:
     def embed_documents(
         self, records: Sequence[MemoryRecord],
         preceding: Sequence[Sequence[MemoryRecord]] | None = None,
+        ready: Mapping[str, npt.NDArray[np.float32]] | None = None,
     ) -> list[tuple[str, npt.NDArray[np.float32]]]:
-        return self.shared.vectors.embed_documents(records, preceding)
+        return self.shared.vectors.embed_documents(records, preceding, ready)
 
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
         return self.shared.vectors.embed_query(text)

@@ -12,7 +12,7 @@ import logging
 import math
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from clawmemory.backends.base import Backend, Store
@@ -207,21 +207,24 @@ class VectorService:
         self,
         records: Sequence[MemoryRecord],
         preceding: Sequence[Sequence[MemoryRecord]] | None = None,
+        ready: Mapping[str, F32] | None = None,
     ) -> list[tuple[str, F32]]:
         """Embeddings for records, batched; computed outside any store lock (000). Each episode
         is embedded after the turns before it (``context_turns``; a reply such as "Sure, I'd
         love to!" means something only next to what it answers). ``preceding``: those turns,
-        when the caller has already looked them up."""
+        when the caller has already looked them up. ``ready``: vectors the caller already has
+        (by id; the same text in the same context), not computed again."""
         embedder = self.embedder
         if not records or self.vectors() is None or embedder is None:
             return []
-        n = self.settings.embedder.context_turns
         if preceding is None:
-            preceding = self.preceding_turns(records, n)
-        contexts = [
-            "\n".join(p.content for p in prev[-n:]) if n > 0 else ""
-            for prev in preceding
-        ]
+            preceding = self.preceding_turns(records, self.settings.embedder.context_turns)
+        if ready:
+            todo = [i for i, r in enumerate(records) if r.id not in ready]
+            rest = dict(self.embed_documents([records[i] for i in todo],
+                                             [preceding[i] for i in todo])) if todo else {}
+            return [(r.id, ready[r.id] if r.id in ready else rest[r.id]) for r in records]
+        contexts = self.contexts(preceding)
         if not isinstance(embedder, ContextEmbedder):  # remote: the context is prepended
             matrix = embedder.embed(
                 [document_text(r, [c] if c else []) for r, c in zip(records, contexts, strict=True)]
@@ -239,6 +242,11 @@ class VectorService:
             vecs = embedder.embed_in_context(pairs)
             out.update(zip(ctx, vecs, strict=True))
         return [(r.id, out[i]) for i, r in enumerate(records)]
+
+    def contexts(self, preceding: Sequence[Sequence[MemoryRecord]]) -> list[str]:
+        """The context each record is embedded after: its last ``context_turns`` turns."""
+        n = self.settings.embedder.context_turns
+        return ["\n".join(p.content for p in prev[-n:]) if n > 0 else "" for prev in preceding]
 
     def preceding_turns(
         self, records: Sequence[MemoryRecord], n: int, *, new: bool = False

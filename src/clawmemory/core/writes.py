@@ -11,19 +11,21 @@ worker (``observe()``), or by the next process that has the model loaded.
 from __future__ import annotations
 
 import builtins
+import functools
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clawmemory.backends.base import Store
 from clawmemory.config import Settings
 from clawmemory.core.entities import EntitySource
-from clawmemory.core.indexing import fill_vectors
+from clawmemory.core.indexing import embedding_failed, fill_vectors
 from clawmemory.core.mirror import Mirrors
-from clawmemory.core.vectors import VectorService
+from clawmemory.core.vectors import VectorService, document_text
 from clawmemory.entities.base import Mention
-from clawmemory.errors import InvalidInputError
+from clawmemory.errors import ClawMemoryError, InvalidInputError
 from clawmemory.model import MemoryRecord, kind_policy, normalize_kind
 from clawmemory.search.temporal import event_time_from_text, zone
 from clawmemory.snapshot import new_id
@@ -38,6 +40,12 @@ from clawmemory.validation import (
     check_time,
 )
 from clawmemory.vectors.base import QueueEntry
+
+if TYPE_CHECKING:  # numpy loads on first vector use, not at import
+    import numpy as np
+    import numpy.typing as npt
+
+    F32 = npt.NDArray[np.float32]
 
 __all__ = ["WritePath", "check_confidence"]
 
@@ -159,6 +167,7 @@ class WritePath:
         one session form a single chain: ``transaction``). Then their vectors: now
         (``vector_writes == "sync"``), by the background worker (``background``), or by the
         next process that has the model loaded (``"queue"``)."""
+        ahead = None if background else self.embed_ahead(records)
         records = self.event_times(records)
         mentions = self.mentions(records)  # pure computation: before the lock is taken
         with self.transaction():
@@ -171,8 +180,20 @@ class WritePath:
         stored = [r for r, _ in results]
         self.mirror(stored)
         self.fill(stored, entries, {s.id: p for s, p in zip(stored, preceding, strict=True)},
-                  background=background)
+                  background=background, ahead=ahead)
         return stored
+
+    def embed_ahead(self, records: Sequence[MemoryRecord]) -> _Ahead | None:
+        """Start embedding records about to be written, on another thread, while this one
+        reads their dates and names and writes them (``vector_writes == "sync"`` only): on two
+        cores the model no longer waits for the parser. Their earlier turns are read here,
+        outside the transaction; ``fill`` keeps only vectors whose text and context are still
+        what the transaction wrote (a concurrent turn of the session changes the context)."""
+        if not records or self.vectors.vector_writes != "sync" or self.vectors.embedder is None:
+            return None
+        preceding = self.preceding(records)
+        job = _pool().submit(self.vectors.embed_documents, records, preceding)
+        return _Ahead(records, self.vectors.contexts(preceding), job)
 
     def event_times(self, records: Sequence[MemoryRecord]) -> Sequence[MemoryRecord]:
         """New records whose text names one day unambiguously ("yesterday", "on 15 July
@@ -219,17 +240,27 @@ class WritePath:
         preceding: Mapping[str, Sequence[MemoryRecord]],
         *,
         background: bool = False,
+        ahead: _Ahead | None = None,
     ) -> None:
         """Vectors of records just written: now (``vector_writes == "sync"``), by the
         background worker (``background``), or left queued for the next process with the model
-        loaded (``"queue"``). A failed embedding leaves the queue row, never the record."""
+        loaded (``"queue"``). A failed embedding leaves the queue row, never the record.
+        ``ahead``: the embedding ``embed_ahead`` started, used where it still holds."""
         queue = self.vectors.vector_queue()
+        try:  # a failed embedding is not tried again: a provider that is down, once
+            ready = ahead.usable(records, self.vectors.contexts(
+                [preceding.get(r.id, []) for r in records])) if ahead is not None else None
+        except ClawMemoryError as exc:
+            if queue is None:
+                raise
+            embedding_failed(queue, entries, exc)
+            return
         if queue is None:  # no queue on this backend: embed now, as it always did
             if self.vectors.vector_writes == "queue":
                 return  # a one-shot command on an in-process store: nothing would keep them
             store = self.vectors.vectors()
             vectors = self.vectors.embed_documents(
-                records, [preceding.get(r.id, []) for r in records])
+                records, [preceding.get(r.id, []) for r in records], ready)
             if store is not None and vectors:
                 store.upsert(self.namespace, vectors)
             return
@@ -238,7 +269,7 @@ class WritePath:
             if worker is not None:
                 worker.submit([e[2] for e in entries])
         elif self.vectors.vector_writes == "sync":
-            fill_vectors(self.vectors, queue, entries, preceding)
+            fill_vectors(self.vectors, queue, entries, preceding, ready)
 
     def mirror(
         self, written: Sequence[MemoryRecord] = (), removed: Sequence[MemoryRecord] = (),
@@ -293,3 +324,29 @@ class WritePath:
             for r, prev in zip(records, preceding, strict=True)
             if prev and not r.key
         ]  # a keyed episode is an upsert target, not a turn
+
+
+class _Ahead:
+    """An embedding started before its records were written (``WritePath.embed_ahead``)."""
+
+    def __init__(self, records: Sequence[MemoryRecord], contexts: Sequence[str],
+                 job: Future[builtins.list[tuple[str, F32]]]) -> None:
+        self.read = {r.id: (document_text(r), c)
+                     for r, c in zip(records, contexts, strict=True)}
+        self.job = job
+
+    def usable(self, written: Sequence[MemoryRecord], contexts: Sequence[str]
+               ) -> dict[str, F32]:
+        """The vectors of ``written`` that were computed on the text and context they were
+        written with (a keyed upsert may have kept an older id; a concurrent turn may have
+        come first). A failure of the embedding is raised here, as ``embed_documents``
+        raises it."""
+        vectors = dict(self.job.result())
+        return {r.id: vectors[r.id] for r, c in zip(written, contexts, strict=True)
+                if r.id in vectors and self.read.get(r.id) == (document_text(r), c)}
+
+
+@functools.cache
+def _pool() -> ThreadPoolExecutor:
+    """The threads that embed ahead of writes (created on first use; two writers at once)."""
+    return ThreadPoolExecutor(max_workers=2, thread_name_prefix="clawmemory-write")

@@ -245,11 +245,19 @@ def _days(query: str) -> list[tuple[str, str, str]]:
     ("plants I bought in the last month", ("the last month", "2023-10-14", "2023-11-15")),
     ("during the past few days", ("the past few days", "2023-11-11", "2023-11-15")),
     ("in the last couple of weeks", ("the last couple of weeks", "2023-10-31", "2023-11-15")),
+    ("what did I cook this week", ("this week", "2023-11-13", "2023-11-15")),
+    ("the books I read earlier this month", ("earlier this month", "2023-11-01", "2023-11-15")),
+    ("trips this year", ("this year", "2023-01-01", "2023-11-15")),
+    ("the film I saw a few weeks ago", ("a few weeks ago", "2023-10-17", "2023-11-01")),
+    ("a couple of months ago", ("a couple of months ago", "2023-08-14", "2023-10-15")),
+    ("what did I do over the weekend", ("over the weekend", "2023-11-11", "2023-11-13")),
+    ("who came by last weekend", ("last weekend", "2023-11-11", "2023-11-13")),
 ])
-def test_a_span_that_ends_now_is_read_as_one(query: str, expected: tuple[str, str, str]
-                                            ) -> None:
+def test_a_span_the_parser_misreads_is_read_as_one(query: str, expected: tuple[str, str, str]
+                                                  ) -> None:
     """The parser read "the past two months" as the one month two months back (September),
-    "the last 10 days" as the tenth day back, and "the past week" as nothing."""
+    "the last 10 days" as the tenth day back, and "the past week", "this week", "a few weeks
+    ago" and the weekend as nothing (asked on a Tuesday)."""
     assert _days(query) == [expected]
 
 
@@ -257,6 +265,7 @@ def test_a_plain_last_month_is_still_the_calendar_month_before() -> None:
     assert _days("what did I buy last month") == [("last month", "2023-10-01", "2023-11-01")]
     assert _days("two months ago") == [("two months ago", "2023-09-01", "2023-10-01")]
     assert _days("the last time I went") == []
+    assert _days("what is this about") == []
 
 
 def test_memories_of_the_past_two_months_get_the_whole_time_factor(

@@ -20,6 +20,9 @@ And a query is looked at only when one of its words is one of those words or has
 query without them never loads the parser and ranks exactly as it did.
 
 A span becomes a period: the day, the week (Monday to Sunday), the month or the year it names.
+A few kinds of span the parser misreads or misses are read here instead (``_own_spans``, ADR
+0031): "the past two months" (a span that ends today), "this week", "a few weeks ago", "over
+the weekend".
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from __future__ import annotations
 import functools
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
@@ -249,39 +253,86 @@ def _spans(text: str, base: datetime, languages: tuple[str, ...]) -> list[tuple[
     return out
 
 
-# "the past two months", "the last 10 days", "this past week", "past year": a span that ends
-# now. The parser reads them as the one month, week or day that long ago ("the past two months"
-# asked on 22 April was February), which ranked February's memories above the concerts of
-# March and April the question was about. A plain "last month" / "last week" (no article, no
-# count) is the calendar month or week before this one, and stays the parser's; so is "the
-# last week of March" (the final one).
+# Spans the date parser misreads or misses, read here instead (ADR 0031):
+# * "the past two months", "the last 10 days", "this past week", "past year": a span that ends
+#   now. The parser read them as the one month, week or day that long ago ("the past two
+#   months" asked on 22 April was February), which ranked February's memories above the
+#   concerts of March and April the question was about. A plain "last month" / "last week"
+#   (no article, no count) is the calendar month or week before this one, and stays the
+#   parser's; so is "the last week of March" (the final one).
+# * "this week", "earlier this month", "this year": the calendar period so far (the parser:
+#   nothing).
+# * "a few weeks ago", "a couple of months ago": around that many units back (nothing).
+# * "this weekend", "over the weekend", "last weekend": Saturday and Sunday (nothing).
 _ROLLING = re.compile(
     r"\b(?:(?P<article>the|this)\s+)?(?P<marker>past|last|previous)\s+"
     r"(?:(?P<count>\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
     r"|few|couple(?:\s+of)?|several)\s+)?(?P<unit>day|week|fortnight|month|year)s?\b(?!\s+of\b)",
     re.IGNORECASE)
+_THIS = re.compile(r"\b(?:earlier\s+)?this\s+(?P<unit>week|month|year)\b", re.IGNORECASE)
+_FEW_AGO = re.compile(r"\b(?:a\s+)?(?P<count>few|couple(?:\s+of)?|several)\s+"
+                      r"(?P<unit>day|week|month|year)s\s+ago\b", re.IGNORECASE)
+_WEEKEND = re.compile(r"\b(?P<which>this|last|the\s+past|past|over\s+the)\s+weekend\b",
+                      re.IGNORECASE)
 _COUNTS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
            "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "few": 3,
            "couple": 2, "couple of": 2, "several": 4}
 _UNIT_DAYS = {"day": 1, "week": 7, "fortnight": 14, "month": 30.44, "year": 365.25}
+Span = tuple[datetime, datetime]
 
 
-def _rolling(query: str, base: datetime) -> tuple[list[tuple[str, datetime, datetime]], str]:
-    """The spans of ``query`` that end now, as (text, start, end), and the query with them
-    blanked out (what is left for the parser): whole days, from the day that many units
-    back (a month: 30.44 days) to the end of today."""
+def _count(word: str | None) -> int:
+    if word and word.isdigit():
+        return int(word)
+    return _COUNTS.get(" ".join((word or "one").lower().split()), 1)
+
+
+def _back(today: datetime, n: float, unit: str) -> datetime:
+    """The start of the day ``n`` units before ``today`` (a month: 30.44 days)."""
+    return (today - timedelta(days=n * _UNIT_DAYS[unit.lower()])).replace(hour=0, minute=0)
+
+
+def _rolling_span(m: re.Match[str], today: datetime) -> Span | None:
+    if not (m["marker"].lower() == "past" or m["article"] or m["count"]):
+        return None  # "last month": the calendar month before this one
+    return _back(today, _count(m["count"]), m["unit"]), today + timedelta(days=1)
+
+
+def _this_span(m: re.Match[str], today: datetime) -> Span:
+    start, _ = _window(today, m["unit"].lower())
+    return start, today + timedelta(days=1)
+
+
+def _few_ago_span(m: re.Match[str], today: datetime) -> Span:
+    n = _count(m["count"])
+    return _back(today, n + 1, m["unit"]), _back(today, n - 1, m["unit"]) + timedelta(days=1)
+
+
+def _weekend_span(m: re.Match[str], today: datetime) -> Span:
+    """The last weekend begun by today; "last weekend" on a weekend is the one before."""
+    saturday = today - timedelta(days=(today.weekday() - 5) % 7)
+    if m["which"].lower() == "last" and today.weekday() >= 5:
+        saturday -= timedelta(days=7)
+    return saturday, saturday + timedelta(days=2)
+
+
+_READERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str], datetime], Span | None]], ...] = (
+    (_ROLLING, _rolling_span), (_THIS, _this_span), (_FEW_AGO, _few_ago_span),
+    (_WEEKEND, _weekend_span))
+
+
+def _own_spans(query: str, base: datetime) -> tuple[list[tuple[str, datetime, datetime]], str]:
+    """The spans of ``query`` read here rather than by the parser, as (text, start, end) in
+    whole days, and the query with them blanked out (what is left for the parser)."""
+    today = base.replace(hour=0, minute=0, second=0, microsecond=0)
     found = []
-    for m in _ROLLING.finditer(query):
-        count = m["count"]
-        if not (m["marker"].lower() == "past" or m["article"] or count):
-            continue  # "last month": the calendar month before this one
-        n = int(count) if count and count.isdigit() else _COUNTS.get(
-            " ".join((count or "one").lower().split()), 1)
-        today = base.replace(hour=0, minute=0, second=0, microsecond=0)
-        start = today - timedelta(days=n * _UNIT_DAYS[m["unit"].lower()])
-        found.append((m[0], start.replace(hour=0, minute=0), today + timedelta(days=1)))
-    return found, _ROLLING.sub(lambda m: " " * len(m[0]) if any(
-        f[0] == m[0] for f in found) else m[0], query)
+    for pattern, read in _READERS:
+        for m in pattern.finditer(query):
+            span = read(m, today)
+            if span is not None:
+                found.append((m[0], *span))
+                query = query[:m.start()] + " " * len(m[0]) + query[m.end():]
+    return found, query
 
 
 # --- what the rest of clawmemory calls -----------------------------------------------------------
@@ -289,9 +340,9 @@ def _rolling(query: str, base: datetime) -> tuple[list[tuple[str, datetime, date
 def _query_periods(query: str, minute: int, tz: tzinfo, languages: tuple[str, ...]
                    ) -> tuple[Period, ...]:
     base = _local(minute * 60.0, tz)
-    rolling, query = _rolling(query, base)
-    out = [Period(text, _epoch(start, tz), _epoch(end, tz)) for text, start, end in rolling]
-    if rolling and not _triggered(query):
+    own, query = _own_spans(query, base)
+    out = [Period(text, _epoch(start, tz), _epoch(end, tz)) for text, start, end in own]
+    if own and not _triggered(query):
         return tuple(dict.fromkeys(out))  # nothing left for the parser: it is not loaded
     for span, before in _spans(query, base, languages):
         expr = f"{before} {span}" if before.lower() in _MARKERS else span
@@ -308,7 +359,7 @@ def query_periods(query: str, now: float, tz: tzinfo, languages: tuple[str, ...]
     """The periods ``query`` names, read against ``now`` (best-effort: an expression the
     parser cannot read is no period). Empty, without loading the parser, for a query with no
     word that could start a time expression."""
-    if not _triggered(query):
+    if not (_triggered(query) or any(p.search(query) for p, _ in _READERS)):
         return ()
     return _query_periods(query, int(now // 60), tz, languages)
 

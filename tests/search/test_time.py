@@ -266,6 +266,9 @@ def test_a_plain_last_month_is_still_the_calendar_month_before() -> None:
     assert _days("two months ago") == [("two months ago", "2023-09-01", "2023-10-01")]
     assert _days("the last time I went") == []
     assert _days("what is this about") == []
+    assert _days("what did I spend the previous month") == [
+        ("the previous month", "2023-10-01", "2023-11-01")]
+    assert _days("previous week") == [("previous week", "2023-11-06", "2023-11-13")]
 
 
 def test_memories_of_the_past_two_months_get_the_whole_time_factor(

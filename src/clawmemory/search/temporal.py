@@ -259,7 +259,8 @@ def _spans(text: str, base: datetime, languages: tuple[str, ...]) -> list[tuple[
 #   months" asked on 22 April was February), which ranked February's memories above the
 #   concerts of March and April the question was about. A plain "last month" / "last week"
 #   (no article, no count) is the calendar month or week before this one, and stays the
-#   parser's; so is "the last week of March" (the final one).
+#   parser's; so is "the last week of March" (the final one). "The previous month" is the
+#   calendar month before too (the parser: nothing).
 # * "this week", "earlier this month", "this year": the calendar period so far (the parser:
 #   nothing).
 # * "a few weeks ago", "a couple of months ago": around that many units back (nothing).
@@ -293,9 +294,12 @@ def _back(today: datetime, n: float, unit: str) -> datetime:
 
 
 def _rolling_span(m: re.Match[str], today: datetime) -> Span | None:
-    if not (m["marker"].lower() == "past" or m["article"] or m["count"]):
-        return None  # "last month": the calendar month before this one
-    return _back(today, _count(m["count"]), m["unit"]), today + timedelta(days=1)
+    marker, unit = m["marker"].lower(), m["unit"].lower()
+    if marker == "previous" and not m["count"] and unit != "fortnight":
+        return _window(_back(today, 1, unit), unit)  # "the previous month": the one before
+    if not (marker == "past" or m["article"] or m["count"]):
+        return None  # "last month": the calendar month before this one, the parser's
+    return _back(today, _count(m["count"]), unit), today + timedelta(days=1)
 
 
 def _this_span(m: re.Match[str], today: datetime) -> Span:

@@ -211,9 +211,8 @@ class RecallSettings(Section):
     # (ADR 0020; 0 = off)
     session_weight: float = Field(default=0.25, ge=0, le=1)
     session_top: int = Field(default=5, ge=1, le=1000)
-    # Vector mode ranks by ((cos + 1) / 2) ** this × the factors: on cosine alone the
-    # candidates sit within ~20% of each other, so a × 1.5 time factor would outrank any
-    # difference in meaning; 4 gives it the weight it has over fused scores (ADR 0031; 1 = off).
+    # Vector mode ranks by ((cos + 1) / 2) ** this × the factors: plain cosines are too flat
+    # for a × 1.5 time factor not to outrank meaning (ADR 0031; 1 = off).
     vector_sharpness: float = Field(default=4.0, ge=1, le=20)
     # Knowledge updates (search/updates.py): of two hits stating the same thing differently,
     # the newer ranks first and the older is marked superseded in its explanation.

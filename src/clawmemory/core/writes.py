@@ -5,7 +5,8 @@ correct, restore, import, observe), so no write can skip a derived row.
 In one transaction: the records, the link from each new turn to the previous turn of its
 session (found inside the transaction, so concurrent turns of one session form one chain),
 their entity links and their vector-queue rows. Then the vectors: right away, in the background
-worker (``observe()``), or by the next process that has the model loaded.
+worker (``observe()``), or by the next process that has the model loaded. Right away means
+computed beside the write (``WritePath.embed_ahead``) and stored after its commit.
 """
 
 from __future__ import annotations

@@ -130,6 +130,35 @@ def test_the_pre_selection_keeps_rescore_factor_times_k_candidates() -> None:
     assert [i for i, _ in got] == [i for i, _ in m.search(q, 11, allowed=m.ids())]
 
 
+@pytest.mark.parametrize("spread", ["wide", "clustered"])
+def test_a_large_matrix_rescores_the_rows_a_full_histogram_would(spread: str) -> None:
+    """From 50 × the candidates wanted, the cut is first estimated on every 16th distance and
+    then found exactly among the rows it keeps: the rows rescored, and so the hits, are the
+    ones a histogram of every row picks (12,000 rows, 200 candidates for k = 1..10; a
+    clustered matrix puts many rows at one distance)."""
+    from clawmemory.vectors import matrix
+
+    rng = np.random.default_rng(7)
+    n, d = 12_000, 64
+    rows = rng.standard_normal((n, d)).astype(np.float32)
+    if spread == "clustered":
+        rows[: n // 2] = rows[0] + 0.01 * rows[: n // 2]
+    m = _binary(d)
+    m.upsert((f"r{i}", rows[i]) for i in range(n))
+    for q in rng.standard_normal((8, d)).astype(np.float32):
+        for k in (1, 10):
+            codes = m._codes()
+            qbits = m._pack_rows(q.reshape(1, -1) / np.linalg.norm(q))[0]
+            dist = np.bitwise_count(codes[0, :n] ^ qbits[0]).astype(np.uint16)
+            want = max(k * m.rescore_factor, 200)
+            cut = int(np.searchsorted(np.cumsum(np.bincount(dist)), want))
+            assert matrix._nearest_codes(dist, want).tolist() == np.flatnonzero(
+                dist <= cut).tolist()
+            full = [f"r{i}" for i in np.flatnonzero(dist <= cut)]
+            assert [i for i, _ in m.search(q, k)] == [
+                i for i, _ in m.search(q, k, allowed=full)]
+
+
 def test_every_word_of_a_long_code_counts() -> None:
     """128 dimensions, two 64-bit words: the nearest row by the whole code (2 + 4 signs off)
     beats 250 rows that match either word exactly but not the other, and 250 rows that match

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from clawmemory.backends.base import RankInfo, Store, TextHit
 from clawmemory.config import RecallSettings, TimeSettings
-from clawmemory.model import Explanation, Filter, Hit, MemoryRecord, event_or_created
+from clawmemory.model import Explanation, Filter, Hit, Link, MemoryRecord, event_or_created
 from clawmemory.search import fusion
 from clawmemory.search.floor import apply_floor
 from clawmemory.search.fusion import Fused
@@ -149,14 +149,17 @@ class Retriever:
                 kept.append(h)
         return kept
 
-    def vector(self, req: RecallRequest, qv: npt.NDArray[np.float32], pool: int) -> Candidates:
+    def vector(
+        self, req: RecallRequest, qv: npt.NDArray[np.float32], pool: int,
+        known: dict[str, RankInfo] | None = None,
+    ) -> Candidates:
         assert self.vectors is not None
         # Headroom for the neighbours the filter drops: a restrictive filter may drop many, no
         # filter only the invalidated (corrected) ones. On PostgreSQL each neighbour is an
         # index walk step and a row read.
         k = pool * 2 if req.flt.restrictive else pool + max(10, pool // 5)
         found = self.vectors.search(req.namespace, qv, k)
-        items = self._records(req, found, pool)
+        items = self._records(req, found, pool, known)
         if len(items) < req.limit and req.flt.restrictive:
             # The filter removed most neighbours: search again among the allowed ids only.
             allowed = [r.id for r in self.store.list(req.namespace, req.flt, limit=100_000)]
@@ -166,10 +169,11 @@ class Retriever:
         return Candidates("vector", "cosine", items)
 
     def _vector_side(
-        self, req: RecallRequest, pool: int, embedded: Future[Any] | None = None
+        self, req: RecallRequest, pool: int, embedded: Future[Any] | None = None,
+        known: dict[str, RankInfo] | None = None,
     ) -> tuple[Any, Candidates]:
         """The query embedding (handed to ``embedded`` as soon as it is there) and the vector
-        list."""
+        list (``known``: the ranking fields the other lists have read by then)."""
         assert self.embed_query is not None
         t = time.perf_counter()
         try:
@@ -181,14 +185,16 @@ class Retriever:
         if embedded is not None:
             embedded.set_result(qv)
         t1 = time.perf_counter()
-        found = self.vector(req, qv, pool)
+        found = self.vector(req, qv, pool, known)
         self.stages["embed"], self.stages["vector"] = _ms(t, t1), _ms(t1, time.perf_counter())
         return qv, found
 
-    def entity(self, req: RecallRequest, pool: int) -> Candidates:
+    def entity(
+        self, req: RecallRequest, pool: int, known: dict[str, RankInfo] | None = None
+    ) -> Candidates:
         assert self.entity_search is not None
         found = self.entity_search(req.namespace, req.query, pool * 2)
-        items = self._records(req, [(mid, score) for mid, _, score in found], pool)
+        items = self._records(req, [(mid, score) for mid, _, score in found], pool, known)
         return Candidates("entity", "entities", items, detail={mid: name for mid, name, _ in found})
 
     def periods(self, req: RecallRequest) -> tuple[Period, ...]:
@@ -217,31 +223,42 @@ class Retriever:
         return Candidates("time", "cosine", self._records(req, found, pool))
 
     def _records(
-        self, req: RecallRequest, scored: Sequence[tuple[str, float]], pool: int
+        self, req: RecallRequest, scored: Sequence[tuple[str, float]], pool: int,
+        known: dict[str, RankInfo] | None = None,
     ) -> list[tuple[RankInfo, float]]:
-        infos = self.store.rank_info(req.namespace, [i for i, _ in scored], req.flt)
+        """The first ``pool`` of ``scored`` that pass the filter, with their ranking fields.
+        The ids are read ``pool`` at a time (a search asks for headroom the filter rarely
+        uses), and ids in ``known`` (ranked by another list, through the same filter) are not
+        read again."""
+        known = known if known is not None else {}
+        ids = [i for i, _ in scored]
+        infos: dict[str, RankInfo] = {}
+        start = 0
+        while start < len(ids):
+            part = ids[start:start + pool]
+            start += len(part)
+            infos.update((i, known[i]) for i in part if i in known)
+            missing = [i for i in part if i not in known]
+            if missing:
+                infos.update(self.store.rank_info(req.namespace, missing, req.flt))
+            if len(infos) >= pool:
+                break
         return [(infos[i], s) for i, s in scored if i in infos][:pool]
 
     # --- the whole pipeline --------------------------------------------------------------------
     def recall(self, req: RecallRequest) -> list[Hit]:
         pool = max(self.cfg.candidate_pool, req.limit * 2)
-        lists: list[Candidates] = []
-        terms: list[str] = []
         qv = None
         vector_side = None
         embedded: Future[Any] = Future()
+        # The ranking fields the keyword list has read, for the vector side to reuse (it reads
+        # this dict while this thread fills it; a missing id is read from the store).
+        known: dict[str, RankInfo] = {}
         if req.mode in ("vector", "hybrid") and self.vectors is not None and self.embed_query:
             # The query embedding and the matrix product release the GIL, as do SQLite's
             # queries: on two cores the vector side overlaps the keyword and entity lists.
-            vector_side = _executor().submit(self._vector_side, req, pool, embedded)
-        t = time.perf_counter()
-        if req.mode in ("keyword", "hybrid"):
-            kw, terms = self.keyword(req, pool)
-            lists.append(kw)
-        t1 = time.perf_counter()
-        if req.mode == "hybrid" and self.entity_search is not None:
-            lists.append(self.entity(req, pool))
-        self.stages.update(keyword=_ms(t, t1), entity=_ms(t1, time.perf_counter()))
+            vector_side = _executor().submit(self._vector_side, req, pool, embedded, known)
+        lists, terms = self._text_lists(req, pool, known)
         ahead = self._similarities_ahead(req, lists, embedded) if vector_side else None
         periods = self.periods(req)  # the date parser runs while the query is embedded
         records: dict[str, MemoryRecord] = {}
@@ -256,13 +273,14 @@ class Retriever:
         self.stages["wait"] = _ms(t, t1)  # what the vector side added after the other lists
         if periods and qv is not None and req.mode == "hybrid" and self.time_cfg.query_candidates:
             lists.append(self.period_list(req, periods, qv, pool))
+        links = self._links_ahead(req, lists)
         fused = self._fuse(lists, req, qv, term_sets, ahead)
         fused = apply_floor(fused, req.mode, self.cfg, len(terms), term_sets,
                             centred=self._centred(req),
                             words_of=lambda: self._words_of(req, fused, records))
-        if self.cfg.neighbour_weight > 0 and req.mode != "vector":
+        if links is not None:
             # Smoothing needs BM25's sharp scores; cosine alone is too flat (measured: ADR 0005).
-            self._smooth(fused, req)
+            self._smooth(fused, links.result())
         order, when, dated, ordered = self._time_inputs(fused, req, periods, records)
         ranked = self._rank(fused, req, periods, when, dated, ordered)
         if self.cfg.session_weight > 0 and req.mode != "vector":
@@ -276,6 +294,34 @@ class Retriever:
         out = self._with_matched_terms(hits, terms, lists, periods)
         self.stages["fusion"] += _ms(t1, time.perf_counter())
         return out
+
+    def _text_lists(
+        self, req: RecallRequest, pool: int, known: dict[str, RankInfo]
+    ) -> tuple[list[Candidates], list[str]]:
+        """The keyword and entity lists (as the mode asks) and the query's search terms; the
+        keyword hits' ranking fields go into ``known``."""
+        lists: list[Candidates] = []
+        terms: list[str] = []
+        t = time.perf_counter()
+        if req.mode in ("keyword", "hybrid"):
+            kw, terms = self.keyword(req, pool)
+            lists.append(kw)
+            known.update((c.id, c) for c, _ in kw.items)
+        t1 = time.perf_counter()
+        if req.mode == "hybrid" and self.entity_search is not None:
+            lists.append(self.entity(req, pool, known))
+        self.stages.update(keyword=_ms(t, t1), entity=_ms(t1, time.perf_counter()))
+        return lists, terms
+
+    def _links_ahead(
+        self, req: RecallRequest, lists: Sequence[Candidates]
+    ) -> Future[dict[str, list[Link]]] | None:
+        """Smoothing's links, read beside fusion and the floor. Every candidate's: the floor
+        only removes some, and each id's links are the same whichever ids are asked with it."""
+        if self.cfg.neighbour_weight <= 0 or req.mode == "vector":
+            return None
+        ids = list(dict.fromkeys(c.id for lst in lists for c, _ in lst.items))
+        return _executor().submit(self.store.links, req.namespace, ids)
 
     def _time_inputs(
         self, fused: dict[str, Fused], req: RecallRequest, periods: Sequence[Period],
@@ -371,11 +417,11 @@ class Retriever:
         held = fusion.matched_terms([records[m] for m in fused if m in records], terms)
         return len(terms), held
 
-    def _smooth(self, fused: dict[str, Fused], req: RecallRequest) -> None:
+    def _smooth(self, fused: dict[str, Fused], links: dict[str, list[Link]]) -> None:
         """Adjacent turns of a dialogue support each other: each candidate gains
-        ``neighbour_weight`` × the fused score of its sequence-linked candidates."""
+        ``neighbour_weight`` × the fused score of its sequence-linked candidates (``links``:
+        each candidate's links)."""
         base = {m: f.score for m, f in fused.items()}
-        links = self.store.links(req.namespace, list(base))
         for mid, f in fused.items():
             support = sum(base[lk.other_id] for lk in links.get(mid, ())
                           if lk.origin == "sequence" and lk.other_id in base)

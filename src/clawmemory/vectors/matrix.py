@@ -274,9 +274,7 @@ class VectorMatrix:
         dist = np.bitwise_count(bits[0, :n] ^ qbits[0]).astype(np.uint16)
         for w in range(1, bits.shape[0]):
             dist += np.bitwise_count(bits[w, :n] ^ qbits[w])
-        want = min(n, max(k * self.rescore_factor, 200))
-        cut = int(np.searchsorted(np.cumsum(np.bincount(dist)), want))
-        cand = np.flatnonzero(dist <= cut)  # ties at the cut are kept: a few more to rescore
+        cand = _nearest_codes(dist, min(n, max(k * self.rescore_factor, 200)))
         return self._top(cand, self._scores(cand, self._data[cand] @ q, q), k)
 
     def _pack_rows(self, rows: F32) -> npt.NDArray[np.uint64]:
@@ -293,6 +291,28 @@ class VectorMatrix:
                 bits[:, start:stop] = self._pack_rows(self._data[start:stop]).T
             self._bits = bits
         return self._bits
+
+
+_SAMPLE_STEP = 16  # every 16th distance estimates the cut on large matrices
+
+
+def _nearest_codes(dist: npt.NDArray[np.uint16], want: int) -> npt.NDArray[np.int64]:
+    """The rows whose distance is at most the smallest cut that keeps ``want`` rows (ties at
+    the cut are kept: a few more to rescore). On large matrices a histogram of every 16th
+    distance gives a generous cut first, and the exact cut is found among the rows it keeps:
+    the same rows, for ~0.4 ms instead of ~2.4 at 1M rows (a histogram of every row)."""
+    if dist.shape[0] >= 50 * want:
+        sample = np.cumsum(np.bincount(dist[::_SAMPLE_STEP]))
+        generous = int(np.searchsorted(sample, 2 * want / _SAMPLE_STEP + 8))
+        cand = np.flatnonzero(dist <= generous)
+        if cand.shape[0] >= want:  # every row the exact cut keeps is among them
+            near = dist[cand]
+            cut = int(np.searchsorted(np.cumsum(np.bincount(near)), want))
+            kept: npt.NDArray[np.int64] = cand[near <= cut]
+            return kept
+    cut = int(np.searchsorted(np.cumsum(np.bincount(dist)), want))
+    exact: npt.NDArray[np.int64] = np.flatnonzero(dist <= cut)
+    return exact
 
 
 def _normalise(v: F32) -> F32:

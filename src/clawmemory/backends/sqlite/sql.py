@@ -57,8 +57,11 @@ def row_to_record(row: Sequence[Any]) -> MemoryRecord:
      decay_rate, valid_until, supersedes, stored_at, narrative_id, task_id) = row[: len(COLUMNS)]
     return MemoryRecord(
         id=id_, namespace=ns, key=key, kind=kind, content=content,
-        tags=tuple(json.loads(tags)), metadata=json.loads(metadata), source=source,
-        source_role=source_role, source_ids=tuple(json.loads(source_ids)),
+        # Most rows hold no tags, metadata or sources: skip the JSON parser for those.
+        tags=tuple(json.loads(tags)) if tags != "[]" else (),
+        metadata=json.loads(metadata) if metadata != "{}" else {}, source=source,
+        source_role=source_role,
+        source_ids=tuple(json.loads(source_ids)) if source_ids != "[]" else (),
         session_id=session_id, created_at=created_at, event_time=event_time,
         updated_at=updated_at, last_accessed=last_accessed, access_count=access_count,
         score=score, confidence=confidence, decay_rate=decay_rate, valid_until=valid_until,

@@ -32,6 +32,23 @@ def test_selective_filter_still_finds_its_few_matches(mem: Memory) -> None:
         "one apple pie recipe"]
 
 
+def test_a_filter_that_drops_the_best_rows_gets_the_best_rows_it_allows(mem: Memory) -> None:
+    """The best rows are read ``limit`` at a time (with their ties) until enough pass the
+    filter: 90 better "apple" notes of another kind fill the first reads, and the recall still
+    returns every one of the 30 events, best first, ties in the order they were stored."""
+    mem.store_many({"content": f"apple apple apple note {i}", "kind": "fact"} for i in range(90))
+    events = mem.store_many(
+        {"content": f"apple {'pie ' * (i % 3)}event {i}", "kind": "event"} for i in range(30))
+    exact = [i for i, _ in _exact(mem, "apple") if i in set(events)]
+    assert len(exact) == 30
+    hits = mem.store_backend.keyword_search(mem.namespace, ["apple"], Filter(kinds=("event",)),
+                                            limit=20)
+    assert [h.info.id for h in hits] == exact[:20]
+    assert [i for i, _ in _bounded(mem, "apple", 50)] == [i for i, _ in _exact(mem, "apple")[:50]]
+    recalled = mem.recall("apple", kind="event", mode="keyword", limit=30, touch=False)
+    assert {h.memory.id for h in recalled} == set(events)
+
+
 def test_very_common_terms_are_pruned_only_on_large_tables(
     mem: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -116,16 +116,27 @@ class KeywordSearch:
                 "SELECT rowid, -bm25(memories_fts, ?, ?, ?, ?) AS rel FROM memories_fts"
                 f" WHERE memories_fts MATCH ?{bound} ORDER BY rel DESC LIMIT ?",
                 [*self._weights, e, *floor, inner])
-        rel = dict(sorted(best, key=lambda r: -float(r[1]))[:inner])
-        if not rel:
-            return []
-        # NOT INDEXED: each row by its rowid; the planner preferred the namespace index (a
-        # scan of the namespace, ~300 ms at 1M).
-        rows = self.query(
-            f"SELECT {RANK_SELECT}, m.seq FROM memories m NOT INDEXED WHERE m.seq IN"
-            f" ({', '.join('?' * len(rel))}) AND {where}", [*rel, *args])
-        out = [(*r[:8], rel[r[8]]) for r in rows]
-        return sorted(out, key=lambda r: -float(r[8]))[:limit]
+        ranked = sorted(best, key=lambda r: -float(r[1]))[:inner]
+        rel = dict(ranked)
+        out: builtins.list[tuple[Any, ...]] = []
+        start = 0
+        while start < len(ranked) and len(out) < limit:
+            # The best rows first, ``limit`` and their ties at a time: the filter seldom drops
+            # any, so the rest of the ``inner`` rows are rarely read.
+            stop = min(start + limit, len(ranked))
+            while stop < len(ranked) and ranked[stop][1] == ranked[stop - 1][1]:
+                stop += 1
+            part = [seq for seq, _ in ranked[start:stop]]
+            start = stop
+            # NOT INDEXED: each row by its rowid; the planner preferred the namespace index (a
+            # scan of the namespace, ~300 ms at 1M).
+            rows = self.query(
+                f"SELECT {RANK_SELECT}, m.seq FROM memories m NOT INDEXED WHERE m.seq IN"
+                f" ({', '.join('?' * len(part))}) AND {where}", [*part, *args])
+            out += [(*r[:8], rel[r[8]], r[8]) for r in rows]
+        # Equal scores in the order of the rows (SQLite reads an IN list's rowids ascending).
+        out.sort(key=lambda r: (-float(r[8]), r[9]))
+        return [r[:9] for r in out[:limit]]
 
     def _matches(self, whole: str, terms: Sequence[str], size: int,
                  cap: int) -> tuple[int, bool]:

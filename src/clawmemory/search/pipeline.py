@@ -88,6 +88,10 @@ class Candidates:
     detail: dict[str, str] = field(default_factory=dict)  # per-id note (matched entity)
 
 
+# Links being read for smoothing: (the read, the ids it asked for), in the order asked.
+_Links = tuple[tuple[Future[dict[str, list[Link]]], list[str]], ...]
+
+
 class Retriever:
     def __init__(
         self,
@@ -260,6 +264,7 @@ class Retriever:
             vector_side = _executor().submit(self._vector_side, req, pool, embedded, known)
         lists, terms = self._text_lists(req, pool, known)
         ahead = self._similarities_ahead(req, lists, embedded) if vector_side else None
+        links = self._links_ahead(req, lists)
         periods = self.periods(req)  # the date parser runs while the query is embedded
         records: dict[str, MemoryRecord] = {}
         t = time.perf_counter()
@@ -273,14 +278,14 @@ class Retriever:
         self.stages["wait"] = _ms(t, t1)  # what the vector side added after the other lists
         if periods and qv is not None and req.mode == "hybrid" and self.time_cfg.query_candidates:
             lists.append(self.period_list(req, periods, qv, pool))
-        links = self._links_ahead(req, lists)
+        links = self._links_ahead(req, lists, links)
         fused = self._fuse(lists, req, qv, term_sets, ahead)
         fused = apply_floor(fused, req.mode, self.cfg, len(terms), term_sets,
                             centred=self._centred(req),
                             words_of=lambda: self._words_of(req, fused, records))
-        if links is not None:
+        if links:
             # Smoothing needs BM25's sharp scores; cosine alone is too flat (measured: ADR 0005).
-            self._smooth(fused, links.result())
+            self._smooth(fused, {i: lk for f, _ in links for i, lk in f.result().items()})
         order, when, dated, ordered = self._time_inputs(fused, req, periods, records)
         ranked = self._rank(fused, req, periods, when, dated, ordered)
         if self.cfg.session_weight > 0 and req.mode != "vector":
@@ -314,14 +319,20 @@ class Retriever:
         return lists, terms
 
     def _links_ahead(
-        self, req: RecallRequest, lists: Sequence[Candidates]
-    ) -> Future[dict[str, list[Link]]] | None:
-        """Smoothing's links, read beside fusion and the floor. Every candidate's: the floor
+        self, req: RecallRequest, lists: Sequence[Candidates], earlier: _Links = ()
+    ) -> _Links:
+        """Smoothing's links, read beside the rest of the recall: those of the keyword and
+        entity candidates while the query is embedded, then those of the candidates the
+        vector side adds (``earlier``: what was asked already). Every candidate's: the floor
         only removes some, and each id's links are the same whichever ids are asked with it."""
         if self.cfg.neighbour_weight <= 0 or req.mode == "vector":
-            return None
-        ids = list(dict.fromkeys(c.id for lst in lists for c, _ in lst.items))
-        return _executor().submit(self.store.links, req.namespace, ids)
+            return ()
+        asked = {i for _, ids in earlier for i in ids}
+        ids = [i for i in dict.fromkeys(c.id for lst in lists for c, _ in lst.items)
+               if i not in asked]
+        if not ids:
+            return earlier
+        return (*earlier, (_executor().submit(self.store.links, req.namespace, ids), ids))
 
     def _time_inputs(
         self, fused: dict[str, Fused], req: RecallRequest, periods: Sequence[Period],

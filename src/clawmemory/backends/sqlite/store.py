@@ -520,7 +520,7 @@ class SQLiteStore:
             rows = self.query(
                 f"SELECT {RANK_SELECT}, 0 FROM memories m WHERE {where} AND m.id IN"
                 f" ({', '.join('?' * len(part))})", [*args, *part])
-            out.update((r[0], rank_hit(r).info) for r in rows)
+            out.update((r[0], RankInfo(*r[:8])) for r in rows)
         return out
 
     def like_search(

@@ -165,6 +165,10 @@ def _fewer_malloc_arenas(arenas: int = 2) -> None:
     try:
         libc = ctypes.CDLL("libc.so.6")
         libc.mallopt(-8, arenas)  # M_ARENA_MAX (malloc.h); a no-op on a libc without it
+        # M_MMAP_THRESHOLD, fixed: by default glibc raises it after each large free, and a
+        # recall's temporaries (megabytes: the rescored rows, the centre's pass) then come from
+        # the heap and stay resident after they are freed.
+        libc.mallopt(-3, 1 << 20)
     except (OSError, AttributeError):  # not glibc (musl): nothing to tune
         return
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import mmap
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -152,9 +152,8 @@ class VectorMatrix:
         grown = _zeros((capacity, self.dimension),
                          dtype=np.uint16 if self._half or rounding else np.float32)
         if rounding:  # past the threshold: every row rounded once
-            for start in range(0, self._size, _CHUNK):
-                stop = min(start + _CHUNK, self._size)
-                grown[start:stop] = _to_bfloat16(self._data[start:stop])
+            for part in _chunks(self._size):
+                grown[part] = _to_bfloat16(self._data[part])
         else:
             grown[: self._size] = self._data[: self._size]
         self._data = grown
@@ -173,12 +172,11 @@ class VectorMatrix:
         next needed."""
         n = self._size
         self._sum = np.zeros(self.dimension, dtype=np.float64)
-        for start in range(0, n, _CHUNK):
-            stop = min(start + _CHUNK, n)
-            block = self._block(slice(start, stop))
+        for part in _chunks(n):
+            block = self._block(part)
             self._sum += block.sum(axis=0, dtype=np.float64)
             if self._centre is not None:
-                self._proj[start:stop] = block @ self._centre
+                self._proj[part] = block @ self._centre
         if self._centre is not None:
             self._cnorm[:n] = self._centred_norm(self._proj[:n])
         self._bits = None
@@ -268,9 +266,8 @@ class VectorMatrix:
             self._centre, self._centre_n, self._plain_n = None, 0, n
             return
         self._centre, self._centre_n, self._plain_n = centre, n, 0
-        for start in range(0, n, _CHUNK):  # half-precision rows are widened a chunk at a time
-            stop = min(start + _CHUNK, n)
-            self._proj[start:stop] = self._block(slice(start, stop)) @ self._centre
+        for part in _chunks(n):  # half-precision rows are widened a chunk at a time
+            self._proj[part] = self._block(part) @ self._centre
         self._cnorm[:n] = self._centred_norm(self._proj[:n])
         self._bits = None
 
@@ -334,9 +331,8 @@ class VectorMatrix:
             # Packed in chunks, so a million rows never need a second float matrix in RAM.
             words = (self.dimension + 63) // 64
             bits = _zeros((words, self._data.shape[0]), dtype=np.uint64)
-            for start in range(0, self._size, _CHUNK):
-                stop = min(start + _CHUNK, self._size)
-                bits[:, start:stop] = self._pack_rows(self._block(slice(start, stop))).T
+            for part in _chunks(self._size):
+                bits[:, part] = self._pack_rows(self._block(part)).T
             self._bits = bits
         return self._bits
 
@@ -344,6 +340,11 @@ class VectorMatrix:
 _SAMPLE_STEP = 16  # every 16th distance estimates the cut on large matrices
 _MAPPED_BYTES = 1 << 20  # arrays this large get a map of their own (_zeros)
 _CHUNK = 65_536  # rows per step of a whole-matrix pass: no second full-size matrix in RAM
+
+
+def _chunks(n: int) -> Iterator[slice]:
+    """The first ``n`` rows, ``_CHUNK`` at a time."""
+    return (slice(start, min(start + _CHUNK, n)) for start in range(0, n, _CHUNK))
 
 
 def _nearest_codes(dist: npt.NDArray[np.uint16], want: int) -> npt.NDArray[np.int64]:

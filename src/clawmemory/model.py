@@ -39,6 +39,7 @@ __all__ = [
     "meta_equal",
     "next_version",
     "normalize_kind",
+    "searchable_text",
 ]
 
 DEFAULT_NAMESPACE = "default"
@@ -363,6 +364,12 @@ class Filter:
 def event_or_created(r: MemoryRecord) -> float:
     """When the remembered thing happened: ``event_time``, else ``created_at``."""
     return r.event_time if r.event_time is not None else r.created_at
+
+
+def searchable_text(key: str | None, content: str, tags: Sequence[str], source: str | None) -> str:
+    """The fields keyword search indexes, as one text: recall reads it to say which query
+    words a hit holds."""
+    return f"{key or ''} {content} {' '.join(tags)} {source or ''}"
 
 
 def meta_equal(actual: Any, wanted: Any) -> bool:

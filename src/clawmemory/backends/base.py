@@ -106,10 +106,13 @@ class RankInfo(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class TextHit:
-    """A keyword candidate and its relevance (higher is better; BM25 for FTS)."""
+    """A keyword candidate and its relevance (higher is better; BM25 for FTS). ``text``: its
+    searchable text (``model.searchable_text``) where the search read the row anyway, so
+    recall need not read the record to see which query words it holds; None otherwise."""
 
     info: RankInfo
     relevance: float
+    text: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

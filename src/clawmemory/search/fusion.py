@@ -33,7 +33,6 @@ from functools import lru_cache
 
 from clawmemory.backends.base import RankInfo
 from clawmemory.config import RecallSettings
-from clawmemory.model import MemoryRecord
 from clawmemory.text import phrase_count, stem, stems_starting, tokenize
 
 __all__ = ["Fused", "calibrated", "matched_terms", "rrf", "weighted"]
@@ -136,9 +135,10 @@ def _standardised(scores: Mapping[str, float], members: set[str], floor: float) 
 
 
 def matched_terms(
-    records: Sequence[MemoryRecord], terms: Sequence[str]
+    texts: Sequence[tuple[str, str]], terms: Sequence[str]
 ) -> dict[str, frozenset[str]]:
-    """The query words each record contains, stem-aware (as the index matches them). Only the
+    """The query words each memory's searchable text (``(id, text)``,
+    ``model.searchable_text``) contains, stem-aware (as the index matches them). Only the
     words that start like a query word's stem are stemmed, so this stays cheap on long text."""
     stems: dict[str, str] = {}
     phrases: list[tuple[str, tuple[str, ...]]] = []  # numbers and identifiers ("3.12")
@@ -149,12 +149,11 @@ def matched_terms(
         elif toks:
             stems.setdefault(toks[0], t)
     if not stems and not phrases:
-        return {r.id: frozenset() for r in records}
+        return {mid: frozenset() for mid, _ in texts}
     pattern = _prefix_pattern(tuple(sorted(stems))) if stems else None
     initials = {s[0] for s in stems}
     out = {}
-    for r in records:
-        text = f"{r.key or ''} {r.content} {' '.join(r.tags)} {r.source or ''}"
+    for mid, text in texts:
         tokens = tokenize(text) if phrases else None  # a phrase needs every token, in order
         if tokens is not None:
             held = set(tokens)
@@ -164,7 +163,7 @@ def matched_terms(
             held = stems_starting(text, initials)
         found = {stems[s] for s in held if s in stems}
         found.update(t for t, toks in phrases if tokens and phrase_count(tokens, toks))
-        out[r.id] = frozenset(found)
+        out[mid] = frozenset(found)
     return out
 
 

@@ -29,7 +29,15 @@ from typing import TYPE_CHECKING, Any
 
 from clawmemory.backends.base import RankInfo, Store, TextHit
 from clawmemory.config import RecallSettings, TimeSettings
-from clawmemory.model import Explanation, Filter, Hit, Link, MemoryRecord, event_or_created
+from clawmemory.model import (
+    Explanation,
+    Filter,
+    Hit,
+    Link,
+    MemoryRecord,
+    event_or_created,
+    searchable_text,
+)
 from clawmemory.search import fusion
 from clawmemory.search.floor import apply_floor
 from clawmemory.search.fusion import Fused
@@ -86,7 +94,12 @@ class Candidates:
     items: list[tuple[RankInfo, float]] = field(default_factory=list)
     via: str | None = None
     detail: dict[str, str] = field(default_factory=dict)  # per-id note (matched entity)
+    texts: dict[str, str] = field(default_factory=dict)  # searchable texts the search read
 
+
+# A ranked candidate: its id, final score, ranking factors and session support (or None); its
+# explanation is made only if it is kept.
+_Ranked = tuple[str, float, dict[str, float], float | None]
 
 # Links being read for smoothing: (the read, the ids it asked for), in the order asked.
 _Links = tuple[tuple[Future[dict[str, list[Link]]], list[str]], ...]
@@ -125,7 +138,9 @@ class Retriever:
         if hits and not self.cfg.stems:
             hits = self._as_written(req.namespace, hits, terms)
         if hits:
-            return Candidates("keyword", "bm25", [(h.info, h.relevance) for h in hits]), terms
+            texts = {h.info.id: h.text for h in hits if h.text is not None}
+            return Candidates("keyword", "bm25", [(h.info, h.relevance) for h in hits],
+                              texts=texts), terms
         tokens = like_tokens(req.query)
         if len(content_terms(tokens)) > MAX_LIKE_WORDS:  # a long query: no fallback (sanitize)
             tokens = []
@@ -148,7 +163,7 @@ class Retriever:
         kept = []
         for h in hits:
             r = records.get(h.info.id)
-            text = f"{r.key or ''} {r.content} {' '.join(r.tags)} {r.source or ''}" if r else ""
+            text = searchable_text(r.key, r.content, r.tags, r.source) if r else ""
             if any(w.search(text) for w in words):
                 kept.append(h)
         return kept
@@ -291,7 +306,7 @@ class Retriever:
         if self.cfg.session_weight > 0 and req.mode != "vector":
             ranked = self._session_support(ranked, fused)
         ranked = ranked[: req.limit]
-        hits = self._materialise(ranked, req.namespace, records)
+        hits = self._materialise(ranked, fused, req.namespace, records)
         if self.cfg.latest_first and order != "earliest":  # "the first time": the older one wanted
             hits = latest_first(hits, req.query)
         if req.depth > 0:
@@ -409,13 +424,18 @@ class Retriever:
         records: dict[str, MemoryRecord],
     ) -> dict[str, frozenset[str]]:
         """The query words each BM25 candidate contains (for calibrated fusion's ties and the
-        relevance floor). The records read here are kept in ``records`` for the hits."""
+        relevance floor), from the texts the keyword search read, else from the records (kept
+        in ``records`` for the hits)."""
         kw = next((c for c in lists if c.name == "keyword" and c.measure == "bm25"), None)
         if kw is None or not kw.items:
             return {}
         ids = [info.id for info, _ in kw.items]
-        records.update((r.id, r) for r in self.store.get_many(req.namespace, ids))
-        return fusion.matched_terms([records[i] for i in ids if i in records], terms)
+        texts = dict(kw.texts)
+        if missing := [i for i in ids if i not in texts]:
+            read = self.store.get_many(req.namespace, missing)
+            records.update((r.id, r) for r in read)
+            texts.update((r.id, searchable_text(r.key, r.content, r.tags, r.source)) for r in read)
+        return fusion.matched_terms([(i, texts[i]) for i in ids if i in texts], terms)
 
     def _words_of(
         self, req: RecallRequest, fused: dict[str, Fused], records: dict[str, MemoryRecord]
@@ -425,7 +445,9 @@ class Retriever:
         terms = self._terms(req)
         missing = [m for m in fused if m not in records]
         records.update((r.id, r) for r in self.store.get_many(req.namespace, missing))
-        held = fusion.matched_terms([records[m] for m in fused if m in records], terms)
+        held = fusion.matched_terms(
+            [(m, searchable_text(r.key, r.content, r.tags, r.source))
+             for m in fused if (r := records.get(m)) is not None], terms)
         return len(terms), held
 
     def _smooth(self, fused: dict[str, Fused], links: dict[str, list[Link]]) -> None:
@@ -441,8 +463,8 @@ class Retriever:
                 f.score += self.cfg.neighbour_weight * support
 
     def _session_support(
-        self, ranked: list[tuple[str, float, Explanation]], fused: dict[str, Fused]
-    ) -> list[tuple[str, float, Explanation]]:
+        self, ranked: list[_Ranked], fused: dict[str, Fused]
+    ) -> list[_Ranked]:
         """Turns of one conversation support each other beyond their neighbours (ADR 0020):
         each candidate gains ``session_weight`` × the best final score among the
         ``session_top`` best *other* candidates of its session. The answer to "What did Maria
@@ -450,21 +472,20 @@ class Retriever:
         word with the question. Memories without a session, and recalls whose best candidates
         have none, rank as before."""
         top: dict[str, list[tuple[str, float]]] = {}
-        for mid, score, _ in ranked[: self.cfg.session_top]:
+        for mid, score, _, _ in ranked[: self.cfg.session_top]:
             if (session := fused[mid].info.session_id) is not None:
                 top.setdefault(session, []).append((mid, score))
         if not top:
             return ranked
-        out = []
-        for mid, score, e in ranked:
+        out: list[_Ranked] = []
+        for mid, score, fs, _ in ranked:
             session = fused[mid].info.session_id
             mates = [s for m, s in top.get(session, ()) if m != mid] if session else []
             if not mates:
-                out.append((mid, score, e))
+                out.append((mid, score, fs, None))
                 continue
-            final = score + self.cfg.session_weight * max(mates)
-            lists = {**e.lists, "session": {"support": round(max(mates), 6)}}
-            out.append((mid, final, replace(e, lists=lists, final=final)))
+            best = max(mates)
+            out.append((mid, score + self.cfg.session_weight * best, fs, best))
         out.sort(key=lambda t: (-t[1], t[0]))
         return out
 
@@ -481,10 +502,10 @@ class Retriever:
         self, fused: dict[str, Fused], req: RecallRequest, periods: Sequence[Period] = (),
         when: dict[str, float] | None = None, dated: set[str] | None = None,
         ordered: dict[str, float] | None = None,
-    ) -> list[tuple[str, float, Explanation]]:
+    ) -> list[_Ranked]:
         boosts = self._co_recall_boosts(fused, req) if self.cfg.co_recall else {}
         boost = self.time_cfg.query_boost
-        ranked = []
+        ranked: list[_Ranked] = []
         for mid, f in fused.items():
             fs = factors(f.info, req.now, self.cfg)
             if mid in boosts:
@@ -495,20 +516,27 @@ class Retriever:
                 fs["states_time"] = 1.0 + self.time_cfg.answer_boost * (mid in dated)
             if ordered and mid in ordered:  # "most recently", "the first time": by event order
                 fs["order"] = ordered[mid]
-            final = f.score * math.prod(fs.values())
-            explain = Explanation(lists=f.lists, fused=f.score, factors=fs, via=f.via, final=final,
-                                  floor=f.kept)
-            ranked.append((mid, final, explain))
+            ranked.append((mid, f.score * math.prod(fs.values()), fs, None))
         ranked.sort(key=lambda t: (-t[1], t[0]))
         return ranked
 
     def _materialise(
-        self, ranked: list[tuple[str, float, Explanation]], namespace: str,
+        self, ranked: Sequence[_Ranked], fused: dict[str, Fused], namespace: str,
         known: dict[str, MemoryRecord],
     ) -> list[Hit]:
-        missing = [m for m, _, _ in ranked if m not in known]
+        """The hits, explained: only the candidates kept are (a recall ranks ~150)."""
+        missing = [m for m, _, _, _ in ranked if m not in known]
         records = {**known, **{r.id: r for r in self.store.get_many(namespace, missing)}}
-        return [Hit(records[m], s, e) for m, s, e in ranked if m in records]
+        hits = []
+        for mid, final, fs, support in ranked:
+            if mid not in records:
+                continue
+            f = fused[mid]
+            lists = f.lists if support is None else {
+                **f.lists, "session": {"support": round(support, 6)}}
+            hits.append(Hit(records[mid], final, Explanation(
+                lists=lists, fused=f.score, factors=fs, via=f.via, final=final, floor=f.kept)))
+        return hits
 
     def _co_recall_boosts(self, fused: dict[str, Fused], req: RecallRequest) -> dict[str, float]:
         """003 v2: memories often recalled together lift each other, boundedly."""
@@ -571,7 +599,7 @@ class Retriever:
                 text = f"{r.content} {r.key or ''}".lower()
                 words = [t for t in terms if t in text]
             else:
-                text = f"{r.key or ''} {r.content} {' '.join(r.tags)} {r.source or ''}"
+                text = searchable_text(r.key, r.content, r.tags, r.source)
                 # A phrase needs every token in order; a word only the words sharing its stem's
                 # initial (a stem keeps its word's first letter: text.words).
                 tokens = tokenize(text) if phrases else []

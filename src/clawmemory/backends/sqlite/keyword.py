@@ -16,7 +16,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from clawmemory.backends.base import Plan, TextHit, candidate_plans
-from clawmemory.backends.sqlite.sql import RANK_SELECT, filter_sql, fts_query, rank_hit
+from clawmemory.backends.sqlite.sql import (
+    RANK_SELECT,
+    filter_sql,
+    fts_query,
+    rank_hit,
+    searchable_row,
+)
 from clawmemory.model import Filter
 
 __all__ = ["COMMON_TERM_DOCS", "COMMON_TERM_SHARE", "KeywordSearch"]
@@ -130,13 +136,16 @@ class KeywordSearch:
             start = stop
             # NOT INDEXED: each row by its rowid; the planner preferred the namespace index (a
             # scan of the namespace, ~300 ms at 1M).
+            # The searchable columns come along: the row is read anyway, and recall wants to
+            # know which query words each hit holds (TextHit.text).
             rows = self.query(
-                f"SELECT {RANK_SELECT}, m.seq FROM memories m NOT INDEXED WHERE m.seq IN"
-                f" ({', '.join('?' * len(part))}) AND {where}", [*part, *args])
-            out += [(*r[:8], rel[r[8]], r[8]) for r in rows]
+                f"SELECT {RANK_SELECT}, m.seq, m.key, m.content, m.tags, m.source FROM memories m"
+                f" NOT INDEXED WHERE m.seq IN ({', '.join('?' * len(part))}) AND {where}",
+                [*part, *args])
+            out += [(*r[:8], rel[r[8]], r[8], searchable_row(*r[9:13])) for r in rows]
         # Equal scores in the order of the rows (SQLite reads an IN list's rowids ascending).
         out.sort(key=lambda r: (-float(r[8]), r[9]))
-        return [r[:9] for r in out[:limit]]
+        return [(*r[:9], r[10]) for r in out[:limit]]
 
     def _matches(self, whole: str, terms: Sequence[str], size: int,
                  cap: int) -> tuple[int, bool]:

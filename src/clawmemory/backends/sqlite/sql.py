@@ -9,12 +9,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from clawmemory.backends.base import RankInfo, TextHit, time_sql
-from clawmemory.model import Filter, MemoryRecord, meta_equal
+from clawmemory.model import Filter, MemoryRecord, meta_equal, searchable_text
 
 __all__ = [
     "COLUMNS", "INSERT", "ORDER_SQL", "RANK_SELECT", "SELECT", "UPDATE",
     "chunks", "filter_sql", "fts_query", "lower_text", "meta_eq_json", "rank_hit", "record_values",
-    "row_to_record",
+    "row_to_record", "searchable_row",
 ]
 
 COLUMNS = (
@@ -70,7 +70,14 @@ def row_to_record(row: Sequence[Any]) -> MemoryRecord:
 
 
 def rank_hit(row: Sequence[Any]) -> TextHit:
-    return TextHit(RankInfo(*row[:8]), float(row[8]))
+    """A keyword hit from ``RANK_SELECT``'s columns, the relevance and (optionally) the
+    searchable text."""
+    return TextHit(RankInfo(*row[:8]), float(row[8]), row[9] if len(row) > 9 else None)
+
+
+def searchable_row(key: str | None, content: str, tags: str, source: str | None) -> str:
+    """``model.searchable_text`` of a row's columns (``tags``: its JSON)."""
+    return searchable_text(key, content, tuple(json.loads(tags)) if tags != "[]" else (), source)
 
 
 def record_values(r: MemoryRecord) -> builtins.list[Any]:

@@ -103,30 +103,51 @@ class VectorMatrix:
             if v.shape[0] != self.dimension:
                 raise ValueError(f"vector has {v.shape[0]} dimensions, index has {self.dimension}")
             batch[memory_id] = v
-        if not batch:
+        if batch:
+            self.upsert_block(list(batch), np.stack(list(batch.values())))
+
+    def upsert_block(self, ids: Sequence[str], m: F32, *, prepare: bool = True) -> None:
+        """``upsert`` of distinct ``ids`` whose vectors are the rows of ``m``. ``prepare``
+        False: a load adding many blocks prepares once, at the end (``prepare``)."""
+        if m.ndim != 2 or m.shape[1] != self.dimension:
+            raise ValueError(f"vectors of shape {m.shape}, index has {self.dimension} dimensions")
+        if not len(ids):
             return
-        m = np.stack(list(batch.values()))
         norms = np.linalg.norm(m, axis=1, keepdims=True)
         m = np.where(norms > 0, m / np.where(norms > 0, norms, 1), m).astype(np.float32)
-        rows = np.fromiter((self._row.get(i, -1) for i in batch), dtype=np.int64, count=len(batch))
+        known = self._row
+        rows = np.array([known.get(i, -1) for i in ids] if not known.keys().isdisjoint(ids)
+                        else [-1] * len(ids), dtype=np.int64)
         fresh = np.flatnonzero(rows < 0)
         self._reserve(len(fresh))  # first: it may round every row, and recount their sum
         old = rows[rows >= 0]
         if len(old):
             self._sum -= self._block(old).sum(axis=0, dtype=np.float64)
+        # All new (a load, an ingest): the rows are one slice, written without an index array.
+        where: npt.NDArray[np.int64] | slice = rows
         if len(fresh):
-            ids = list(batch)
-            rows[fresh] = np.arange(self._size, self._size + len(fresh))
-            for i, row in zip(fresh.tolist(), rows[fresh].tolist(), strict=True):
-                self._ids.append(ids[i])
-                self._row[ids[i]] = row
-            self._size += len(fresh)
-        self._data[rows] = _to_bfloat16(m) if self._half else m
+            start = self._size
+            rows[fresh] = np.arange(start, start + len(fresh))
+            new = list(ids) if len(fresh) == len(ids) else [ids[i] for i in fresh.tolist()]
+            self._ids.extend(new)
+            known.update(zip(new, range(start, start + len(new)), strict=True))
+            self._size += len(new)
+            if len(new) == len(ids):
+                where = slice(start, self._size)
+        self._data[where] = _to_bfloat16(m) if self._half else m
         # The stored values: in bfloat16 they are m rounded, and removals subtract them.
-        self._sum += self._block(rows).sum(axis=0, dtype=np.float64)
+        self._sum += self._block(where).sum(axis=0, dtype=np.float64)
         self._refresh_rows(rows)
-        if len(batch) >= BULK_ROWS:
+        if prepare and len(ids) >= BULK_ROWS:
             self._prepare()
+
+    def reserve(self, rows: int) -> None:
+        """Room for ``rows`` rows in all, ahead of a load of that many."""
+        self._reserve(rows - self._size)
+
+    def prepare(self) -> None:
+        """The centre and codes brought up to date (after ``upsert_block(prepare=False)``)."""
+        self._prepare()
 
     def _prepare(self) -> None:
         """Bring the centre and the sign-bit codes up to date now. After a bulk write the

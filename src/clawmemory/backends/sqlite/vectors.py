@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from clawmemory.backends.sqlite import vec_chunks
 from clawmemory.backends.sqlite.store import SQLiteStore
 from clawmemory.vectors.matrix import VectorMatrix
 
@@ -33,6 +34,11 @@ class _Cache:
         self.matrix.upsert((mid, np.frombuffer(blob, dtype=np.float32)) for _, mid, blob in rows)
         self.by_seq.update((seq, mid) for seq, mid, _ in rows)
 
+    def add_block(self, seqs: Sequence[int], ids: Sequence[str], block: F32) -> None:
+        """Rows of a load (``matrix.prepare()`` follows the last block)."""
+        self.matrix.upsert_block(ids, block, prepare=False)
+        self.by_seq.update(zip(seqs, ids, strict=True))
+
 
 class SQLiteVectors:
     def __init__(self, store: SQLiteStore, centre_min_rows: int = 50,
@@ -43,6 +49,7 @@ class SQLiteVectors:
         self.dimension: int | None = None
         self._caches: dict[str, _Cache] = {}
         self._lock = threading.RLock()
+        self._chunks_readable: bool | None = None  # vec_chunks.py; checked on first load
 
     # --- binding -------------------------------------------------------------------------------
     def _meta(self, key: str) -> str | None:
@@ -246,11 +253,58 @@ class SQLiteVectors:
         ]
 
     def _load(self, namespace: str, head: int) -> _Cache:
-        assert self.dimension is not None
-        cache = _Cache(VectorMatrix(self.dimension, centre_min_rows=self.centre_min_rows,
-                                    centre_min_norm=self.centre_min_norm), head)
+        if self._chunks_readable is None:
+            self._chunks_readable = vec_chunks.chunks_readable(self.store.query)
+        if self._chunks_readable:
+            try:
+                return self._load_chunks(namespace, head)
+            except vec_chunks.ChunkLayoutError as exc:
+                log.warning("reading vectors row by row: sqlite-vec's tables are not laid out"
+                            " as expected (%s)", exc)
+                self._chunks_readable = False
+        cache = self._cache(head)
         cache.add(self._rows("v.namespace = ?", [namespace]))
         return cache
+
+    def _load_chunks(self, namespace: str, head: int) -> _Cache:
+        """The namespace's matrix from sqlite-vec's chunks (vec_chunks.py): the rows
+        ``_rows`` returns, in its order, ~40 times as fast."""
+        assert self.dimension is not None
+        cache = self._cache(head)
+        ids: dict[int, str] = dict(self.store.query(
+            "SELECT seq, id FROM memories WHERE namespace = ?", (namespace,)))
+        chunks = vec_chunks.partition_chunks(self.store.query, namespace)
+        listed = [c.seqs.tolist() for c in chunks]
+        absent: set[int] = set()
+        if unknown := [s for seqs in listed for s in seqs if s not in ids]:
+            ids.update(self._ids_of(unknown))  # as _rows's join: by seq alone
+            absent = {s for s in unknown if s not in ids}  # a vector without its memory
+        # Room for every row at once, as one upsert of them all would make.
+        cache.matrix.reserve(sum(len(seqs) for seqs in listed) - len(absent))
+        for n, (chunk, found) in enumerate(zip(chunks, listed, strict=True)):
+            block = vec_chunks.chunk_vectors(self.store.query, chunk, self.dimension,
+                                             first=n == 0)
+            seqs = found
+            if absent and not absent.isdisjoint(found):
+                keep = [i for i, s in enumerate(found) if s not in absent]
+                block, seqs = block[keep], [found[i] for i in keep]
+            if seqs:
+                cache.add_block(seqs, [ids[s] for s in seqs], block)
+        cache.matrix.prepare()
+        return cache
+
+    def _ids_of(self, seqs: Sequence[int]) -> list[tuple[int, str]]:
+        out: list[tuple[int, str]] = []
+        for i in range(0, len(seqs), 500):
+            part = seqs[i : i + 500]
+            out += self.store.query(
+                f"SELECT seq, id FROM memories WHERE seq IN ({', '.join('?' * len(part))})", part)
+        return out
+
+    def _cache(self, head: int) -> _Cache:
+        assert self.dimension is not None
+        return _Cache(VectorMatrix(self.dimension, centre_min_rows=self.centre_min_rows,
+                                   centre_min_norm=self.centre_min_norm), head)
 
     def _trim(self, head: int) -> None:
         if head % 10_000 == 0 and head > LOG_KEEP:

@@ -162,8 +162,7 @@ class EmbedderSettings(Section):
     dimensions: int | None = Field(default=None, ge=1)
     batch_size: int = Field(default=64, ge=1)
     query_cache_size: int = Field(default=1024, ge=0)  # LRU of query embeddings
-    # an episode is embedded after this many earlier turns of its session
-    context_turns: int = Field(default=1, ge=0, le=100)
+    context_turns: int = Field(default=1, ge=0, le=100)  # earlier turns an episode is read after
     # local provider (ADR 0013): "auto" = ONNX Runtime, torch only for models without a graph
     runtime: Literal["auto", "onnx", "torch"] = "auto"
     threads: int | None = Field(default=None, ge=1)  # None = half the usable CPUs (ONNX)
@@ -173,6 +172,7 @@ class EmbedderSettings(Section):
     cache_dir: Path | None = None  # ONNX model folders; None = ~/.cache/clawmemory/models
     allow_download: bool = False  # may fetch the ONNX model from the Hugging Face hub
     worker_batch: int = Field(default=32, ge=1)  # background embedding: records per batch
+    warm_at_open: bool = True  # Memory.open loads the local model and vectors in the background
 
 
 class EntitySettings(Section):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import builtins
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -115,6 +116,7 @@ class Memory:
         api_key: str | None = None,
         vector_writes: VectorWrites = "sync",
         profile: str | None = None,
+        warm: bool | None = None,
     ) -> Memory:
         """Open (creating if needed) a memory store. With no path, the default location under
         the user's home (``~/.clawmemory/memory.db``) or ``CLAWMEM_DB`` is used.
@@ -130,7 +132,11 @@ class Memory:
 
         ``profile``: one specification's defaults under the user's own settings
         ("ptrclaw", "sclaw", "devclaw", "koshi", "sandbox"; docs/profiles.md). With
-        ``settings``, give the profile there instead (``load_settings(profile=...)``)."""
+        ``settings``, give the profile there instead (``load_settings(profile=...)``).
+
+        ``warm`` (default ``embedder.warm_at_open``): with the local model, load it and this
+        namespace's vectors on a background thread while open returns, so the first recall
+        costs what later ones do (``warm_up`` without the wait)."""
         if isinstance(path, str) and path.startswith(("http://", "https://")):
             # Function-local: the remote client loads httpx, which `import clawmemory` must
             # not pay for (tests/test_exports.py).
@@ -155,7 +161,7 @@ class Memory:
                 if v is not None
             }
             settings = settings.model_copy(update=updates)
-        return cls(
+        mem = cls(
             open_store(settings, create=create and not read_only, read_only=read_only),
             settings,
             namespace=settings.namespace,
@@ -163,12 +169,32 @@ class Memory:
             embedder=embedder,
             vector_writes=vector_writes,
         )
+        if (settings.embedder.warm_at_open if warm is None else warm) and embedder is _UNSET:
+            mem._warm_in_background()
+        return mem
+
+    def _warm_in_background(self) -> None:
+        """``warm_up`` on a thread of its own, for the local model only (a remote embedder
+        would be called before the user asked for anything). A recall that comes first waits
+        for the loads in progress instead of repeating them; one that comes later pays none."""
+        if self.settings.embedder.provider != "local":
+            return
+        threading.Thread(target=self._warm_quietly, name="clawmemory-warm", daemon=True).start()
+
+    def _warm_quietly(self) -> None:
+        try:
+            self._warm(sweep=False)
+        except Exception:  # the store closed meanwhile: the first recall would say what failed
+            log.debug("background warm-up stopped", exc_info=True)
 
     def warm_up(self) -> str:
         """Load the embedding model and this namespace's vectors now, so a server's first call
         costs what later ones do (the model takes a fraction of a second, the vectors of a 20k
         namespace a few hundred milliseconds), and start embedding whatever waits in the vector
         queue (in the background). Blocks until loaded; returns a line for the server's log."""
+        return self._warm(sweep=True)
+
+    def _warm(self, *, sweep: bool) -> str:
         started = time.perf_counter()
         vectors = self.parts.vectors
         if vectors.vectors() is None:
@@ -188,8 +214,8 @@ class Memory:
             embedder = vectors.embedder
             note = (f"embedder {embedder.name if embedder else 'none'} warmed up in"
                     f" {time.perf_counter() - started:.2f} s")
-            worker = vectors.worker()
-            waiting = vectors.queued(None)
+            worker = vectors.worker() if sweep else None
+            waiting = vectors.queued(None) if sweep else 0
             if worker is not None and waiting:
                 worker.sweep()
                 note += f"; embedding {waiting} queued memories in the background"

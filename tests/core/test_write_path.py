@@ -84,6 +84,28 @@ class FailingEmbedder:
         raise EmbeddingError("provider is down")
 
 
+# --- warm at open ---------------------------------------------------------------------------------
+@needs_model
+def test_a_store_opened_in_a_program_warms_its_model_and_vectors_in_the_background(
+    tmp_path: Path,
+) -> None:
+    """``Memory.open`` returns while a thread loads the local model and the namespace's
+    vectors (``embedder.warm_at_open``), so a program's first recall costs what the next ones
+    do; ``warm=False`` and the CLI's one-shot commands leave everything to the first use."""
+    db = tmp_path / "warm.db"
+    with Memory.open(db, warm=False) as mem:
+        mem.store_many([{"content": f"note {i} about the vegetable garden"} for i in range(40)])
+        assert mem.parts.vectors.warm_note == ""  # nothing warmed, nothing to say
+    with Memory.open(db) as mem:
+        deadline = time.monotonic() + 120
+        while not mem.parts.vectors.warm_note and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert mem.parts.vectors.warm_note.startswith("embedder local:")
+        assert "queued" not in mem.parts.vectors.warm_note  # a warm-up, not a repair
+        assert mem.recall("what grows in the garden", mode="vector")
+    # The CLI loading no model: test_cli_add_loads_no_model_and_queues_the_vector.
+
+
 # --- the hot path --------------------------------------------------------------------------------
 @needs_model
 def test_observe_returns_after_the_write_and_the_vector_follows(tmp_path: Path) -> None:

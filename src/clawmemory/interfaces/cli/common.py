@@ -185,6 +185,9 @@ def open_local(
     ``storage.layout = "per-agent"`` the memory is that agent's own (``open_agent``)."""
     settings = load_settings(db=db, namespace=namespace, backend=backend, profile=profile,
                              agent={"agent_name": agent} if agent is not None else None)
+    # One command, then exit: nothing to warm ahead of it (the servers warm up at start).
+    settings = settings.model_copy(update={
+        "embedder": settings.embedder.model_copy(update={"warm_at_open": False})})
     configure_logging(settings.log_level)
     if settings.storage.layout == "per-agent":
         with open_agent(settings, create=create, vector_writes=vector_writes) as mem:

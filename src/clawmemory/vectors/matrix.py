@@ -106,18 +106,21 @@ class VectorMatrix:
         if batch:
             self.upsert_block(list(batch), np.stack(list(batch.values())))
 
-    def upsert_block(self, ids: Sequence[str], m: F32, *, prepare: bool = True) -> None:
+    def upsert_block(self, ids: Sequence[str], m: F32, *, prepare: bool = True,
+                     absent: bool = False) -> None:
         """``upsert`` of distinct ``ids`` whose vectors are the rows of ``m``. ``prepare``
-        False: a load adding many blocks prepares once, at the end (``prepare``)."""
+        False: a load adding many blocks prepares once, at the end (``prepare``). ``absent``: the
+        caller knows none of ``ids`` is in the index yet (a load)."""
         if m.ndim != 2 or m.shape[1] != self.dimension:
             raise ValueError(f"vectors of shape {m.shape}, index has {self.dimension} dimensions")
         if not len(ids):
             return
         norms = np.linalg.norm(m, axis=1, keepdims=True)
-        m = np.where(norms > 0, m / np.where(norms > 0, norms, 1), m).astype(np.float32)
+        # A zero row stays as it is (divided by 1); one division, no other full-size copy.
+        m = (m / np.where(norms > 0, norms, 1)).astype(np.float32, copy=False)
         known = self._row
-        rows = np.array([known.get(i, -1) for i in ids] if not known.keys().isdisjoint(ids)
-                        else [-1] * len(ids), dtype=np.int64)
+        rows = np.array([-1] * len(ids) if absent or known.keys().isdisjoint(ids)
+                        else [known.get(i, -1) for i in ids], dtype=np.int64)
         fresh = np.flatnonzero(rows < 0)
         self._reserve(len(fresh))  # first: it may round every row, and recount their sum
         old = rows[rows >= 0]

@@ -36,7 +36,7 @@ class _Cache:
 
     def add_block(self, seqs: Sequence[int], ids: Sequence[str], block: F32) -> None:
         """Rows of a load (``matrix.prepare()`` follows the last block)."""
-        self.matrix.upsert_block(ids, block, prepare=False)
+        self.matrix.upsert_block(ids, block, prepare=False, absent=True)
         self.by_seq.update(zip(seqs, ids, strict=True))
 
 

@@ -190,8 +190,9 @@ class Memory:
     def warm_up(self) -> str:
         """Load the embedding model and this namespace's vectors now, so a server's first call
         costs what later ones do (the model takes a fraction of a second, the vectors of a 20k
-        namespace a few hundred milliseconds), and start embedding whatever waits in the vector
-        queue (in the background). Blocks until loaded; returns a line for the server's log."""
+        namespace about a tenth of one), and start embedding whatever waits in the vector queue
+        (in the background). Blocks until loaded; returns a line for the server's log.
+        ``Memory.open`` does the same on a background thread, without the queue (ADR 0033)."""
         return self._warm(sweep=True)
 
     def _warm(self, *, sweep: bool) -> str:

@@ -146,6 +146,11 @@ class MemoryRecord:
     def is_valid(self) -> bool:
         return self.valid_until is None
 
+    @property
+    def searchable(self) -> str:
+        """What keyword search indexes of it, as one text (``searchable_text``)."""
+        return searchable_text(self.key, self.content, self.tags, self.source)
+
     def to_dict(self) -> dict[str, Any]:
         # Field by field, not dataclasses.asdict: its deep copy was a third of the cost of
         # serving a recall over HTTP, and the containers are rebuilt just below anyway.

@@ -278,14 +278,13 @@ def test_matched_terms_equal_stemming_every_word(texts: list[list[str]],
     """matched_terms stems only the words that start like a query stem (and, for ASCII text,
     only the ones its prefix pattern finds): what it finds must be what stemming every word
     of the text finds, for accented, folded and non-ASCII text alike."""
-    from clawmemory.model import MemoryRecord, searchable_text
+    from clawmemory.model import MemoryRecord
     from clawmemory.search.fusion import matched_terms
     from clawmemory.text import tokenize
 
     recs = [MemoryRecord(id=f"r{i}", namespace="n", content=" ".join(t) + " ü")
             for i, t in enumerate(texts)]  # non-ASCII: the path that tokenised every word
-    got = matched_terms([(r.id, searchable_text(r.key, r.content, r.tags, r.source))
-                         for r in recs], query)
+    got = matched_terms([(r.id, r.searchable) for r in recs], query)
     first: dict[str, str] = {}  # words of one stem are reported as the first of them
     for t in query:
         if len(toks := tokenize(t)) == 1:

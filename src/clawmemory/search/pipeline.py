@@ -36,7 +36,6 @@ from clawmemory.model import (
     Link,
     MemoryRecord,
     event_or_created,
-    searchable_text,
 )
 from clawmemory.search import fusion
 from clawmemory.search.floor import apply_floor
@@ -163,7 +162,7 @@ class Retriever:
         kept = []
         for h in hits:
             r = records.get(h.info.id)
-            text = searchable_text(r.key, r.content, r.tags, r.source) if r else ""
+            text = r.searchable if r else ""
             if any(w.search(text) for w in words):
                 kept.append(h)
         return kept
@@ -434,7 +433,7 @@ class Retriever:
         if missing := [i for i in ids if i not in texts]:
             read = self.store.get_many(req.namespace, missing)
             records.update((r.id, r) for r in read)
-            texts.update((r.id, searchable_text(r.key, r.content, r.tags, r.source)) for r in read)
+            texts.update((r.id, r.searchable) for r in read)
         return fusion.matched_terms([(i, texts[i]) for i in ids if i in texts], terms)
 
     def _words_of(
@@ -446,7 +445,7 @@ class Retriever:
         missing = [m for m in fused if m not in records]
         records.update((r.id, r) for r in self.store.get_many(req.namespace, missing))
         held = fusion.matched_terms(
-            [(m, searchable_text(r.key, r.content, r.tags, r.source))
+            [(m, r.searchable)
              for m in fused if (r := records.get(m)) is not None], terms)
         return len(terms), held
 
@@ -599,7 +598,7 @@ class Retriever:
                 text = f"{r.content} {r.key or ''}".lower()
                 words = [t for t in terms if t in text]
             else:
-                text = searchable_text(r.key, r.content, r.tags, r.source)
+                text = r.searchable
                 # A phrase needs every token in order; a word only the words sharing its stem's
                 # initial (a stem keeps its word's first letter: text.words).
                 tokens = tokenize(text) if phrases else []

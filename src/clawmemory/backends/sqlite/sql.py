@@ -6,7 +6,7 @@ from __future__ import annotations
 import builtins
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from clawmemory.backends.base import RankInfo, TextHit, time_sql
 from clawmemory.model import Filter, MemoryRecord, meta_equal, searchable_text
@@ -16,6 +16,8 @@ __all__ = [
     "chunks", "filter_sql", "fts_query", "lower_text", "meta_eq_json", "rank_hit", "record_values",
     "row_to_record", "searchable_row",
 ]
+
+T = TypeVar("T")
 
 COLUMNS = (
     "id", "namespace", "key", "kind", "content", "tags", "metadata", "source", "source_role",
@@ -162,7 +164,7 @@ def _meta_sql(a: str, key: str, wanted: Any) -> tuple[str, builtins.list[Any]]:
                  wanted_json]
 
 
-def chunks(ids: Sequence[str], size: int = 5000) -> builtins.list[Sequence[str]]:
+def chunks(ids: Sequence[T], size: int = 5000) -> builtins.list[Sequence[T]]:
     return [ids[i : i + size] for i in range(0, len(ids), size)]
 
 

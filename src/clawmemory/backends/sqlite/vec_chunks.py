@@ -8,8 +8,9 @@ and the chunk's vectors as one blob in ``vec_memories_vector_chunks00``. Reading
 takes ~0.5 s for 1M vectors.
 
 That layout is sqlite-vec's (0.1.x), not a public interface. So it is checked before use: the
-tables' columns, each chunk's blob sizes, and each chunk's first and last vector against what
-``vec0`` itself returns for their rowids. Anything unexpected, and the caller scans ``vec0``.
+tables' columns, each chunk's blob sizes, and the first and last vector of the first chunk and
+of every chunk with an empty slot against what ``vec0`` itself returns for their rowids.
+Anything unexpected, and the caller scans ``vec0``.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ _COLUMNS = {
     "vec_memories_chunks": ["chunk_id", "size", "sequence_id", "partition00", "validity", "rowids"],
     "vec_memories_vector_chunks00": ["rowid", "vectors"],
 }
+
+
 class ChunkLayoutError(Exception):
     """The chunk tables do not hold what this module expects: scan ``vec0`` instead."""
 

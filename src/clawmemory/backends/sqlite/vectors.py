@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from clawmemory.backends.sqlite import vec_chunks
+from clawmemory.backends.sqlite.sql import chunks
 from clawmemory.backends.sqlite.store import SQLiteStore
 from clawmemory.vectors.matrix import VectorMatrix
 
@@ -232,12 +233,8 @@ class SQLiteVectors:
         ]
         cache.matrix.remove(deleted)
         seqs = [seq for seq, mid in changes if mid is not None]
-        for i in range(0, len(seqs), 500):
-            cache.add(
-                self._rows(
-                    "v.seq IN (" + ", ".join("?" * len(seqs[i : i + 500])) + ")", seqs[i : i + 500]
-                )
-            )
+        for part in chunks(seqs, 500):
+            cache.add(self._rows(f"v.seq IN ({', '.join('?' * len(part))})", part))
         cache.gen = int(head)
         self._trim(int(head))
         return cache
@@ -295,8 +292,7 @@ class SQLiteVectors:
 
     def _ids_of(self, seqs: Sequence[int]) -> list[tuple[int, str]]:
         out: list[tuple[int, str]] = []
-        for i in range(0, len(seqs), 500):
-            part = seqs[i : i + 500]
+        for part in chunks(seqs, 500):
             out += self.store.query(
                 f"SELECT seq, id FROM memories WHERE seq IN ({', '.join('?' * len(part))})", part)
         return out

@@ -179,7 +179,20 @@ class Memory:
         for the loads in progress instead of repeating them; one that comes later pays none."""
         if self.settings.embedder.provider != "local":
             return
-        threading.Thread(target=self._warm_quietly, name="clawmemory-warm", daemon=True).start()
+        # The model loads on a thread the interpreter waits for at exit: ONNX Runtime aborts
+        # the process ("terminate called") when it exits while a session is being created (a
+        # script that opens a store and ends 0.2 s later). The rest may be abandoned.
+        threading.Thread(target=self._load_then_warm, name="clawmemory-warm-model").start()
+
+    def _load_then_warm(self) -> None:
+        try:
+            self.parts.vectors.vectors()
+        except Exception:  # the store closed meanwhile: the first recall would say what failed
+            log.debug("background model load stopped", exc_info=True)
+            return
+        if threading.main_thread().is_alive():  # not when the program is exiting
+            threading.Thread(target=self._warm_quietly, name="clawmemory-warm",
+                             daemon=True).start()
 
     def _warm_quietly(self) -> None:
         try:

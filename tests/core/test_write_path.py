@@ -106,6 +106,20 @@ def test_a_store_opened_in_a_program_warms_its_model_and_vectors_in_the_backgrou
     # The CLI loading no model: test_cli_add_loads_no_model_and_queues_the_vector.
 
 
+@needs_model
+def test_a_program_that_ends_while_the_model_loads_at_open_exits_cleanly(tmp_path: Path) -> None:
+    """A script that opens a store and ends before the warm-up is done exits with 0: ONNX
+    Runtime aborted the process ("terminate called without an active exception") when the
+    interpreter exited while the background thread was creating its session (~0.2 s in)."""
+    db = tmp_path / "short.db"
+    for delay in (0.0, 0.1, 0.2, 0.25, 0.3, 0.5):
+        done = subprocess.run(
+            [sys.executable, "-c", "import sys, time\nfrom clawmemory import Memory\n"
+             "Memory.open(sys.argv[1]); time.sleep(float(sys.argv[2]))", str(db), str(delay)],
+            capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0, (delay, done.returncode, done.stderr[-500:])
+
+
 # --- the hot path --------------------------------------------------------------------------------
 @needs_model
 def test_observe_returns_after_the_write_and_the_vector_follows(tmp_path: Path) -> None:

@@ -22,7 +22,10 @@ def clawmem(tmp_path: Path, *args: str, server: ScriptedLLMServer | None = None,
             stdin: str | None = None, **env: str) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith("CLAWMEM_")}
     base |= {"CLAWMEM_HOME": str(tmp_path / "home"), "CLAWMEM_CONFIG": str(tmp_path / "no.toml"),
-             "CLAWMEM_EMBEDDER__PROVIDER": "none", "CLAWMEM_DB": str(tmp_path / "chat.db")}
+             "CLAWMEM_EMBEDDER__PROVIDER": "none", "CLAWMEM_DB": str(tmp_path / "chat.db"),
+             # Retries are counted here, not timed (tests/llm times the backoff): 0.5 s and 1 s
+             # of waiting per failed call made up a third of this file's time.
+             "CLAWMEM_LLM__BACKOFF_S": "0.01"}
     if server is not None:
         base |= server.env()
     return subprocess.run([str(CLAWMEM), *args], capture_output=True, text=True,

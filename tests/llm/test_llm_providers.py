@@ -5,8 +5,10 @@ formats, usage, retries and their limits, timeouts, malformed answers, keys and 
 from __future__ import annotations
 
 import socket
+import ssl
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,6 +17,7 @@ from clawmemory.config import LLMSettings
 from clawmemory.llm import LLM, Completion, Message, ToolCall, Usage, make_llm
 from clawmemory.llm.anthropic import AnthropicLLM
 from clawmemory.llm.openai import OpenAILLM
+from clawmemory.tls import tls_context
 from llm_servers import (
     MODEL,
     ScriptedLLMServer,
@@ -342,3 +345,25 @@ def test_llm_settings_from_environment_and_config_file(
     monkeypatch.setenv("CLAWMEM_LLM__API_KEY_ENV", "sk-the-key-itself")
     with pytest.raises(ConfigError, match=r"invalid setting llm\.api_key_env"):
         load_settings()
+
+
+# --- cost ----------------------------------------------------------------------------------------
+def test_clients_share_one_tls_context_and_load_the_ca_bundle_once(
+    openai_server: ScriptedLLMServer, anthropic_server: ScriptedLLMServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each new httpx client loaded the CA bundle into a context of its own (~40 ms of CPU): a
+    program with a few providers or stores paid it for each."""
+    loads: list[object] = []
+    real = ssl.SSLContext.load_verify_locations
+
+    def counted(self: ssl.SSLContext, *args: Any, **kwargs: Any) -> None:
+        loads.append(args or kwargs)
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", counted)
+    tls_context.cache_clear()
+    for server in (openai_server, anthropic_server, openai_server):
+        server.script([text("hi")])
+        assert server.llm().chat(ASK).text == "hi"
+    assert len(loads) == 1

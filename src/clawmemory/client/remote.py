@@ -51,6 +51,7 @@ from clawmemory.model import (
     RunRecord,
 )
 from clawmemory.snapshot import dump_snapshot
+from clawmemory.tls import tls_context
 
 __all__ = ["DEFAULT_TIMEOUT_S", "RemoteMemory"]
 
@@ -134,8 +135,8 @@ class RemoteMemory:
         self.clock: Callable[[], float] = time.time
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._owned = client is None
-        self._http = client or httpx.Client(base_url=self.url, headers=headers,
-                                            timeout=timeout, trust_env=False)
+        self._http = client or httpx.Client(base_url=self.url, headers=headers, timeout=timeout,
+                                            trust_env=False, verify=tls_context(False))
         self._api_key = api_key
         if not self.namespace:
             self.namespace = str(self._call("GET", "/v1/stats")["namespace"])

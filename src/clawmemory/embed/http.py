@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 from clawmemory.embed.base import as_unit_rows
 from clawmemory.errors import ConfigError, EmbeddingError
+from clawmemory.tls import tls_context
 
 __all__ = ["HTTPEmbedder", "OllamaEmbedder", "OpenAIEmbedder"]
 
@@ -134,7 +135,8 @@ class HTTPEmbedder:
                 headers = {"User-Agent": "clawmemory"}
                 if self._api_key:
                     headers["Authorization"] = f"Bearer {self._api_key}"
-                self._client = httpx.Client(timeout=self._timeout, headers=headers)
+                self._client = httpx.Client(timeout=self._timeout, headers=headers,
+                                             verify=tls_context())
             return self._client
 
     def _post(self, body: dict[str, Any]) -> Any:

@@ -24,6 +24,7 @@ import httpx
 
 from clawmemory.embed.http import redact_url
 from clawmemory.errors import LLMError, LLMUnavailableError
+from clawmemory.tls import tls_context
 
 __all__ = [
     "MAX_RETRY_AFTER_S",
@@ -133,7 +134,8 @@ class JSONTransport:
     def _http(self) -> httpx.Client:
         with self._lock:
             if self._client is None:
-                self._client = httpx.Client(timeout=self._timeout, headers=self._headers)
+                self._client = httpx.Client(timeout=self._timeout, headers=self._headers,
+                                             verify=tls_context())
             return self._client
 
     def close(self) -> None:

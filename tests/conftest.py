@@ -194,7 +194,15 @@ def no_spec_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for name in list(os.environ):
         if name.startswith(("MEMORY_", "EMBEDDING_", "DEVCLAW_")) or name == "OPENAI_API_KEY":
             monkeypatch.delenv(name)
+    keep_model_cache(monkeypatch)
     monkeypatch.setenv("HOME", str(tmp_path / "user"))
+
+
+def keep_model_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before a test moves HOME: the exported model stays where it is (``~/.cache``). Without
+    this a test that loads the local model exported it again from torch (~8 s)."""
+    monkeypatch.setenv("XDG_CACHE_HOME",
+                       os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache"))
 
 
 @pytest.fixture(params=backend_params())

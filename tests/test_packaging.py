@@ -86,10 +86,8 @@ def _venv(where: Path, *packages: str | Path) -> Path:
     """A fresh venv at ``where`` with ``packages`` pip-installed; returns its bin folder."""
     _run(sys.executable, "-m", "venv", where)
     bin_dir = where / "bin"
-    # --no-compile: byte-compiling every dependency was a fifth of the install, and what the
-    # tests run compiles what it imports anyway.
     _run(bin_dir / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-         "--no-compile", *packages)
+         *packages)
     return bin_dir
 
 
@@ -223,7 +221,7 @@ def test_pip_install_in_a_fresh_venv_serves_mcp(wheel: Path, tmp_path: Path) -> 
 def test_pipx_install(wheel: Path, tools: Path, tmp_path: Path) -> None:
     env = _env(PIPX_HOME=str(tmp_path / "pipx"), PIPX_BIN_DIR=str(tmp_path / "pipx-bin"),
                PIPX_MAN_DIR=str(tmp_path / "pipx-man"), PIPX_DEFAULT_PYTHON=BASE_PYTHON)
-    _run(tools / "pipx", "install", "--pip-args=--no-compile", wheel, env=env)
+    _run(tools / "pipx", "install", wheel, env=env)
     _check_help(_run(tmp_path / "pipx-bin" / "clawmem", "--help"))
 
 

@@ -4,10 +4,10 @@ The wheel is built with ``pip wheel`` from a copy of the sources (so the build's
 ``*.egg-info`` never land in the checkout, and two test workers never build in one folder). The
 fast tests read the wheel itself: every module and data file, the licence, the ``clawmem``
 script and the metadata pip reads. The install tests put it in fresh virtual environments the
-three ways users do (``pip install``, ``pipx install``, ``uvx``), with its dependencies from the
-package index (pip's cache keeps that quick), and talk MCP over stdio to the installed
-``clawmem mcp``.
-The last test checks that the extras match what ``src/`` imports, both ways.
+ways users do (``pipx install``, which is ``pip install`` into a venv of its own, and ``uvx``),
+with its dependencies from the package index (pip's cache keeps that quick), and talk MCP over
+stdio to the installed ``clawmem mcp``. The last test checks that the extras match what
+``src/`` imports, both ways.
 """
 
 from __future__ import annotations
@@ -202,11 +202,18 @@ def test_the_wheel_metadata_is_what_pyproject_declares(wheel: Path) -> None:
 
 
 # --- installed the ways users install it ---------------------------------------------------------
-def test_pip_install_in_a_fresh_venv_serves_mcp(wheel: Path, tmp_path: Path) -> None:
-    bin_dir = _venv(tmp_path / "venv", wheel)
+def test_pip_install_by_pipx_in_a_fresh_venv_serves_mcp(wheel: Path, tools: Path,
+                                                        tmp_path: Path) -> None:
+    """``pipx install`` is ``pip install`` into a fresh venv of the app's own, then the command
+    on PATH: one install checks both (each took ~30 s)."""
+    env = _env(PIPX_HOME=str(tmp_path / "pipx"), PIPX_BIN_DIR=str(tmp_path / "pipx-bin"),
+               PIPX_MAN_DIR=str(tmp_path / "pipx-man"), PIPX_DEFAULT_PYTHON=BASE_PYTHON)
+    _run(tools / "pipx", "install", wheel, env=env)
+    _check_help(_run(tmp_path / "pipx-bin" / "clawmem", "--help"))
+    venv = tmp_path / "pipx" / "venvs" / "clawmemory"
+    bin_dir = venv / "bin"
     where = _run(bin_dir / "python", "-c", "import clawmemory; print(clawmemory.__file__)")
-    assert Path(where.strip()).is_relative_to(tmp_path / "venv")  # not this checkout
-    _check_help(_run(bin_dir / "clawmem", "--help"))
+    assert Path(where.strip()).is_relative_to(venv)  # not this checkout
     db = tmp_path / "pip.db"
     assert _mcp_round_trip(bin_dir / "clawmem", "--db", str(db), "mcp",
                            env=_server_env()) == DEFAULT_TOOLS
@@ -216,13 +223,6 @@ def test_pip_install_in_a_fresh_venv_serves_mcp(wheel: Path, tmp_path: Path) -> 
                         env=_env(XDG_CACHE_HOME=str(tmp_path / "cache")))
     assert CONTENT in recall.stdout
     assert "the local embedder needs ONNX Runtime: install clawmemory[local]" in recall.stderr
-
-
-def test_pipx_install(wheel: Path, tools: Path, tmp_path: Path) -> None:
-    env = _env(PIPX_HOME=str(tmp_path / "pipx"), PIPX_BIN_DIR=str(tmp_path / "pipx-bin"),
-               PIPX_MAN_DIR=str(tmp_path / "pipx-man"), PIPX_DEFAULT_PYTHON=BASE_PYTHON)
-    _run(tools / "pipx", "install", wheel, env=env)
-    _check_help(_run(tmp_path / "pipx-bin" / "clawmem", "--help"))
 
 
 def test_uvx_runs_the_mcp_server(wheel: Path, tools: Path, tmp_path: Path) -> None:

@@ -2,11 +2,11 @@
 HTTP embedders, the remote client).
 
 httpx builds a fresh context for each new client unless it is given one, and loading the CA
-bundle into it costs ~40 ms of CPU: a program that opens a few stores with a model configured,
-or a ``clawmem`` command that talks to a server, paid it again for every client. A context is
-safe to share between clients and threads; this one is made exactly as httpx makes its own
-(certifi's bundle, or ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` where the client trusts the
-environment), once, the first time a client is made.
+bundle into it costs ~40-60 ms of CPU: a process paid it again for every client it made (a
+program with a few stores and a model configured paid it per store). A context is safe to share
+between clients and threads; this one is made exactly as httpx makes its own (certifi's bundle,
+or ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` where the client trusts the environment), once, the
+first time a client is made.
 """
 
 from __future__ import annotations

@@ -6,10 +6,8 @@ memories. The count must be zero, and every route must have been tried."""
 
 from __future__ import annotations
 
-import functools
 import json
 import re
-import ssl
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +15,7 @@ import httpx
 
 from clawmemory import Memory, Settings
 from clawmemory.auth import Keys, key_store_for
+from clawmemory.tls import tls_context
 from clawmemory.tools.dialects import DIALECTS
 from rest_server import serving
 
@@ -161,14 +160,9 @@ def test_no_request_of_alice_reaches_bob(tmp_path: Path) -> None:
     assert audit.tried > 500
 
 
-@functools.cache
-def _tls() -> ssl.SSLContext:
-    """One TLS context for every request (each its own client, so no cookie or connection is
-    shared between probes): a fresh one loads the CA bundle (~40 ms; 765 of them were two thirds
-    of this file's time)."""
-    return ssl.create_default_context()
-
-
+# Each MCP request is a client of its own (no cookie or connection shared between probes), all
+# with the product's one TLS context: a context per client loads the CA bundle (~40 ms), and
+# 765 of them were over half of this test's time.
 def _mcp_session(url: str, auth: dict[str, str], namespace: str | None = None
                  ) -> tuple[int, dict[str, str], str]:
     target = f"{url}/mcp" + (f"?namespace={namespace}" if namespace else "")
@@ -176,20 +170,20 @@ def _mcp_session(url: str, auth: dict[str, str], namespace: str | None = None
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "t", "version": "1"}}}
     response = httpx.post(target, json=init, headers={**MCP_HEADERS, **auth}, timeout=30,
-                          verify=_tls())
+                          verify=tls_context())
     if response.status_code != 200:
         return response.status_code, {}, target
     session = {**auth, "Mcp-Session-Id": response.headers["mcp-session-id"],
                "MCP-Protocol-Version": "2025-06-18"}
     httpx.post(target, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
-               headers={**MCP_HEADERS, **session}, timeout=30, verify=_tls())
+               headers={**MCP_HEADERS, **session}, timeout=30, verify=tls_context())
     return 200, session, target
 
 
 def _mcp(target: str, session: dict[str, str], method: str, params: dict[str, Any]) -> Any:
     body = {"jsonrpc": "2.0", "id": 2, "method": method, "params": params}
-    response = httpx.post(target, json=body, headers={**MCP_HEADERS, **session}, verify=_tls(),
-                          timeout=60)
+    response = httpx.post(target, json=body, headers={**MCP_HEADERS, **session},
+                          verify=tls_context(), timeout=60)
     (data,) = [line[5:] for line in response.text.splitlines() if line.startswith("data:")]
     return json.loads(data)["result"]
 

@@ -5,13 +5,15 @@
   ``[server]`` settings admit the names a reverse proxy forwards.
 * Request bodies are limited; one client sending the largest query the server accepts does
   not stall another client.
-* The stdio server answers every line, even one it cannot read, and keeps serving.
+* The stdio server answers every line, even one it cannot read, and keeps serving; SIGTERM
+  and Ctrl-C stop it at once, even while its client keeps stdin open.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import socket
 import statistics
@@ -295,6 +297,41 @@ def test_stdio_answers_every_line_and_keeps_serving(tmp_path: Path) -> None:
     assert len(replies) == 9  # every line but the blank one and the notification answered
     with Memory.open(tmp_path / "s.db", settings=Settings(embedder={"provider": "none"})) as mem:
         assert [r.content for r in mem.list()] == ["User likes tea"]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_stdio_stops_at_once_on_a_signal_while_the_client_keeps_stdin_open(
+        tmp_path: Path, signum: signal.Signals) -> None:
+    """A supervisor's SIGTERM (or Ctrl-C) stops ``clawmem mcp`` cleanly even though the client
+    has not closed stdin: the SDK's stdin read cannot be cancelled, so the server used to wait
+    for the client's next line for ever, and a KeyboardInterrupt raised inside the event loop
+    could break anyio's cancel scopes (exit 70). What was stored before the stop is kept."""
+    db = tmp_path / "sig.db"
+    proc = subprocess.Popen([sys.executable, "-c", MAIN, "--db", str(db), "mcp"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, **QUICK})
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    try:
+        store = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "memory_store", "arguments": {"content": "User keeps bees"}}}
+        notified = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        proc.stdin.write("\n".join(json.dumps(m) for m in (INIT, notified, store)) + "\n")
+        proc.stdin.flush()
+        ready, _, _ = select.select([proc.stdout], [], [], START_TIMEOUT)
+        assert ready, "no answer to initialize"
+        assert json.loads(proc.stdout.readline())["id"] == 1
+        assert json.loads(proc.stdout.readline())["id"] == 2
+        proc.send_signal(signum)
+        code = proc.wait(timeout=30)  # the old server never returned here
+        err = proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert code == 0, err
+    assert "error" not in err.lower(), err
+    with Memory.open(db, settings=Settings(embedder={"provider": "none"})) as mem:
+        assert [r.content for r in mem.list()] == ["User keeps bees"]
 
 
 def _stdio_exchange(db: Path, lines: list[str], expect: int) -> list[dict[str, Any]]:

@@ -16,8 +16,9 @@ request's work is bounded (query and content limits, linear query parsing), so n
 hold the interpreter long enough to starve the others.
 
 Both transports answer what the SDK alone would not: a stdio line that is not a JSON-RPC
-message gets a JSON-RPC error (-32700 or -32600) instead of silence, and a ``tools/call`` whose
-``arguments`` is not an object gets a tool error result (``isError``) like any bad argument.
+message gets a JSON-RPC error (-32700 or -32600) instead of silence (``stdio``), and a
+``tools/call`` whose ``arguments`` is not an object gets a tool error result (``isError``)
+like any bad argument.
 Over HTTP (``clawmem serve``, ``interfaces/rest/``) the Host and Origin headers are checked on
 every bind address (DNS-rebinding protection), request bodies are limited (``[server]``
 settings), and once API keys exist each call works in the namespace and with the role of the
@@ -39,7 +40,6 @@ import anyio
 import anyio.to_thread
 import mcp_types as types
 from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
 
 from clawmemory import __version__
 from clawmemory.auth import Role
@@ -50,7 +50,6 @@ from clawmemory.tools.dialects import resolve_dialect
 
 if TYPE_CHECKING:
     from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-    from mcp.shared.message import SessionMessage
 
     from clawmemory.config import ServerSettings
     from clawmemory.memory import Memory
@@ -64,7 +63,6 @@ __all__ = [
     "instructions",
     "is_loopback",
     "listen",
-    "serve_stdio",
     "url_host",
 ]
 
@@ -255,84 +253,7 @@ def _call(mem: Memory, name: str, arguments: Any, dialect: str) -> ToolResult:
                           "clawmemory log.", {"error": str(exc)}, is_error=True)
 
 
-# --- transports ----------------------------------------------------------------------------------
-def serve_stdio(server: Server[Any]) -> None:
-    """Serve one client over this process's stdin/stdout until it closes stdin.
-
-    While serving, the SDK points file descriptor 1 at stderr, so stray output from any
-    library cannot corrupt the protocol stream."""
-
-    async def main() -> None:
-        async with stdio_server() as (read, write):
-            await server.run(_Answering(read, write), write,
-                             server.create_initialization_options())
-
-    anyio.run(main)
-
-
-class _Answering:
-    """The stdio transport's read stream, minus the lines it could not read: the SDK only logs
-    those, and a client waiting for the answer to its request would wait forever. Each gets
-    a JSON-RPC error instead (-32700 for text that is not JSON, -32600 for JSON that is not a
-    message), and reading goes on. Blank lines are skipped."""
-
-    def __init__(self, inner: Any, write: Any) -> None:
-        self._inner = inner
-        self._write = write
-
-    @property
-    def last_context(self) -> Any:  # the SDK restores each sender's contextvars from this
-        return getattr(self._inner, "last_context", None)
-
-    async def receive(self) -> SessionMessage:
-        while True:
-            item = await self._inner.receive()
-            if not isinstance(item, Exception):
-                return item  # type: ignore[no-any-return]
-            reply = _unreadable_reply(item)
-            if reply is not None:
-                await self._write.send(reply)
-
-    def __aiter__(self) -> _Answering:
-        return self
-
-    async def __anext__(self) -> SessionMessage:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> _Answering:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-
-def _unreadable_reply(error: Exception) -> SessionMessage | None:
-    from mcp.shared.message import SessionMessage
-    from pydantic import ValidationError
-
-    first: Mapping[str, Any] = error.errors()[0] if isinstance(error, ValidationError) else {}
-    given = first.get("input")
-    if isinstance(given, str) and not given.strip():
-        return None
-    request_id = given.get("id") if isinstance(given, dict) else None
-    if isinstance(request_id, bool) or not isinstance(request_id, str | int):
-        request_id = None
-    if first.get("type") == "json_invalid":
-        data = types.ErrorData(code=types.PARSE_ERROR, message="Parse error: the line is not "
-                               "JSON (one JSON-RPC message per line)")
-    else:
-        data = types.ErrorData(code=types.INVALID_REQUEST, message="Invalid request: not a "
-                               "JSON-RPC 2.0 message")
-    log.warning("stdio: %s", data.message)
-    return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=data))
-
-
+# --- HTTP ---------------------------------------------------------------------------------------
 def is_loopback(host: str) -> bool:
     """Whether every address ``host`` names is a loopback address (127.0.0.0/8, ::1); names
     are resolved, so "localhost" and "127.1" count and "0.0.0.0" does not."""

@@ -17,6 +17,7 @@ import select
 import signal
 import socket
 import statistics
+import struct
 import subprocess
 import sys
 import threading
@@ -332,6 +333,25 @@ def test_stdio_stops_at_once_on_a_signal_while_the_client_keeps_stdin_open(
     assert "error" not in err.lower(), err
     with Memory.open(db, settings=Settings(embedder={"provider": "none"})) as mem:
         assert [r.content for r in mem.list()] == ["User keeps bees"]
+
+
+def test_stdio_stops_cleanly_when_stdin_cannot_be_read(tmp_path: Path) -> None:
+    """A stdin that fails to read (here a TCP connection its peer reset: ECONNRESET) stops the
+    server as a closed one would, with one line saying why, not an internal error."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        client = socket.create_connection(listener.getsockname())
+        peer, _ = listener.accept()
+    peer.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    peer.close()  # linger 0: the close sends a reset, and the server's read fails
+    try:
+        result = subprocess.run([sys.executable, "-c", MAIN, "--db", str(tmp_path / "d.db"),
+                                 "mcp"], stdin=client, capture_output=True, text=True,
+                                timeout=120, env={**os.environ, **QUICK}, check=False)
+    finally:
+        client.close()
+    assert result.returncode == 0, result.stderr
+    assert "stdin could not be read" in result.stderr
+    assert "internal error" not in result.stderr and result.stdout == ""
 
 
 def _stdio_exchange(db: Path, lines: list[str], expect: int) -> list[dict[str, Any]]:

@@ -19,6 +19,7 @@ are added here:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -92,9 +93,10 @@ async def _cancel_on_signal(scope: anyio.CancelScope) -> None:
 
 def _read_lines(fd: int, send: MemoryObjectSendStream[str],
                 token: anyio.lowlevel.EventLoopToken) -> None:
-    """Hand each line of ``fd`` to the event loop, then end the stream at end of file. Runs in
-    a daemon thread: a stop while it waits for the client's next line leaves it blocked, and
-    the process still exits."""
+    """Hand each line of ``fd`` to the event loop, then end the stream at end of file (or when
+    stdin cannot be read: the server then stops as if the client had left). Runs in a daemon
+    thread: a stop while it waits for the client's next line leaves it blocked, and the
+    process still exits."""
     try:
         # closefd=False: after a stop this thread may still block on ``fd``; it must never be
         # closed and reused under it.
@@ -103,9 +105,12 @@ def _read_lines(fd: int, send: MemoryObjectSendStream[str],
                 anyio.from_thread.run(send.send, raw.decode("utf-8", errors="replace"),
                                       token=token)
         os.close(fd)  # end of file: nothing reads it any more
-        anyio.from_thread.run_sync(send.close, token=token)
     except (anyio.RunFinishedError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-        pass  # the server stopped first; nobody is listening
+        return  # the server stopped first; nobody is listening
+    except OSError as exc:
+        log.warning("stdin could not be read (%s): stopping", exc)
+    with contextlib.suppress(anyio.RunFinishedError):
+        anyio.from_thread.run_sync(send.close, token=token)
 
 
 def _claim_stdin() -> tuple[int, Callable[[], None]]:

@@ -163,6 +163,8 @@ class EmbedderSettings(Section):
     batch_size: int = Field(default=64, ge=1)
     query_cache_size: int = Field(default=1024, ge=0)  # LRU of query embeddings
     context_turns: int = Field(default=1, ge=0, le=100)  # earlier turns an episode is read after
+    # of those turns, at most the last this many characters (cut at a word); 0 = all of them
+    context_chars: int = Field(default=0, ge=0, le=100_000)
     # local provider (ADR 0013): "auto" = ONNX Runtime, torch only for models without a graph
     runtime: Literal["auto", "onnx", "torch"] = "auto"
     threads: int | None = Field(default=None, ge=1)  # None = half the usable CPUs (ONNX)

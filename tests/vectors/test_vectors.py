@@ -173,6 +173,27 @@ def test_episodes_are_embedded_with_the_turn_before(
         assert cos == pytest.approx(0.0, abs=1e-6)
 
 
+def test_context_chars_keeps_the_end_of_the_turn_before(store: Store, clock: Clock) -> None:
+    """``context_chars``: an episode is read after the last characters of the turn before it
+    only. The reply carries "saturday" (the end of the question) and not "hiking" (its
+    start, 60 characters back)."""
+    settings = Settings(embedder={"context_chars": 40})
+    mem = Memory(store, settings, clock=clock, embedder=HashEmbedder(dimension=256))
+    mem.store_many([
+        {"content": "Hiking? Would you like to come along with us, maybe on Saturday",
+         "kind": "episode", "session_id": "s1"},
+        {"content": "Sure, I'd love to!", "kind": "episode", "session_id": "s1"},
+    ])
+
+    def cosine(query: str) -> float:
+        hits = {h.memory.content: h for h in mem.recall(query, mode="vector", limit=5)}
+        hit = hits.get("Sure, I'd love to!")
+        return hit.explain.lists["vector"].get("cosine", 0.0) if hit else 0.0
+
+    assert cosine("saturday") > 0.1
+    assert cosine("hiking") == pytest.approx(0.0, abs=1e-6)
+
+
 # --- SQLite: persistence, journal sync, dimension lock ----------------------------------------
 @pytest.mark.parametrize("backend", backend_params("sqlite"), indirect=True)
 def test_two_connections_see_each_others_vectors(tmp_path: Path, backend: object) -> None:

@@ -244,9 +244,12 @@ class VectorService:
         return [(r.id, out[i]) for i, r in enumerate(records)]
 
     def contexts(self, preceding: Sequence[Sequence[MemoryRecord]]) -> list[str]:
-        """The context each record is embedded after: its last ``context_turns`` turns."""
+        """The context each record is embedded after: its last ``context_turns`` turns, cut to
+        their last ``context_chars`` characters."""
         n = self.settings.embedder.context_turns
-        return ["\n".join(p.content for p in prev[-n:]) if n > 0 else "" for prev in preceding]
+        texts = ["\n".join(p.content for p in prev[-n:]) if n > 0 else "" for prev in preceding]
+        cap = self.settings.embedder.context_chars
+        return [_tail(t, cap) for t in texts] if cap > 0 else texts
 
     def preceding_turns(
         self, records: Sequence[MemoryRecord], n: int, *, new: bool = False
@@ -296,3 +299,12 @@ def document_text(record: MemoryRecord, context: Sequence[str] = ()) -> str:
     human-written title and carries meaning), after the dialogue turns that lead up to it."""
     text = f"{record.key}: {record.content}" if record.key else record.content
     return "\n".join([*context, text])
+
+
+def _tail(text: str, chars: int) -> str:
+    """The last ``chars`` characters of ``text``, from the start of a word."""
+    if len(text) <= chars:
+        return text
+    cut = text[len(text) - chars:]
+    space = cut.find(" ")
+    return cut[space + 1:] if 0 <= space < len(cut) - 1 else cut

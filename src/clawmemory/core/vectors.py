@@ -302,9 +302,12 @@ def document_text(record: MemoryRecord, context: Sequence[str] = ()) -> str:
 
 
 def _tail(text: str, chars: int) -> str:
-    """The last ``chars`` characters of ``text``, from the start of a word."""
+    """The last ``chars`` characters of ``text``, from the start of a word (a cut inside a
+    word drops that word's end; turns are joined by newlines, so any whitespace counts)."""
     if len(text) <= chars:
         return text
-    cut = text[len(text) - chars:]
-    space = cut.find(" ")
-    return cut[space + 1:] if 0 <= space < len(cut) - 1 else cut
+    start = len(text) - chars
+    if text[start - 1].isspace():
+        return text[start:]
+    cut = text[start:].split(maxsplit=1)
+    return cut[1] if len(cut) == 2 else text[start:]

@@ -116,9 +116,9 @@ def _read_lines(fd: int, send: MemoryObjectSendStream[str],
 def _claim_stdin() -> tuple[int, Callable[[], None]]:
     """A private descriptor for the client's stream, and fd 0 pointed at the null device
     until ``restore`` is called, so no library or child process reads the protocol's bytes."""
-    private = os.dup(0)
+    private = os.dup(0)  # the reader's: it closes it at end of file, or never (a stop)
+    saved = os.dup(0)  # restore's own, so restoring never depends on the reader
     null = os.open(os.devnull, os.O_RDONLY)
-    saved = os.dup(0)
     os.dup2(null, 0)
     os.close(null)
 

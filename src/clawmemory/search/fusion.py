@@ -35,7 +35,7 @@ from clawmemory.backends.base import RankInfo
 from clawmemory.config import RecallSettings
 from clawmemory.text import phrase_count, stem, stems_starting, tokenize
 
-__all__ = ["Fused", "calibrated", "matched_terms", "rrf", "weighted"]
+__all__ = ["Fused", "KeywordSide", "calibrated", "keyword_side", "matched_terms", "rrf", "weighted"]
 
 
 @dataclass
@@ -69,22 +69,45 @@ def weighted(fused: Mapping[str, Fused], cfg: RecallSettings) -> None:
         f.score = cfg.text_weight * text + cfg.vector_weight * vec + cfg.entity_weight * ent
 
 
-def calibrated(
+@dataclass(frozen=True, slots=True)
+class KeywordSide:
+    """Calibrated fusion's part that the keyword and entity lists decide alone: the keyword
+    scores (ties raised), their z-scores, the best of them and the best entity score. Known
+    before the vector list is, so a recall computes it while the query is embedded."""
+
+    keyword: dict[str, float]
+    z: dict[str, float]
+    best: float
+    top_entity: float
+
+
+def keyword_side(
     fused: Mapping[str, Fused], cfg: RecallSettings,
     term_sets: Mapping[str, frozenset[str]] | None = None,
+) -> KeywordSide:
+    """``calibrated``'s keyword half over ``fused`` (only the keyword and entity lists' entries
+    count: any other list's candidates may be there or not)."""
+    keyword = _keyword_scores(fused, term_sets or {}, cfg.keyword_tie)
+    top_ent = max((f.lists.get("entity", {}).get("entities", 0.0) for f in fused.values()),
+                  default=0.0)
+    return KeywordSide(keyword, _standardised(keyword, set(keyword), cfg.calibrated_floor),
+                       max(keyword.values(), default=0.0), top_ent)
+
+
+def calibrated(
+    fused: Mapping[str, Fused], cfg: RecallSettings,
+    term_sets: Mapping[str, frozenset[str]] | None = None, side: KeywordSide | None = None,
 ) -> None:
     """The default fusion (module docstring). ``term_sets``: the query words each keyword
-    candidate contains; without them keyword scores are used as they are."""
+    candidate contains; without them keyword scores are used as they are. ``side``: the
+    keyword half, when it was computed ahead (``keyword_side``)."""
     floor = cfg.calibrated_floor
-    keyword = _keyword_scores(fused, term_sets or {}, cfg.keyword_tie)
+    side = side if side is not None else keyword_side(fused, cfg, term_sets)
+    keyword, zk, best, top_ent = side.keyword, side.z, side.best, side.top_entity
     cosine = {m: f.lists["vector"]["cosine"] for m, f in fused.items()
               if "cosine" in f.lists.get("vector", {})}
     in_vector = {m for m, f in fused.items() if "rank" in f.lists.get("vector", {})}
-    zk = _standardised(keyword, set(keyword), floor)
     zv = _standardised(cosine, in_vector, floor)
-    best = max(keyword.values(), default=0.0)
-    top_ent = max((f.lists.get("entity", {}).get("entities", 0.0) for f in fused.values()),
-                  default=0.0)
     weights = cfg.calibrated_text_weight + cfg.calibrated_vector_weight
     for mid, f in fused.items():
         k, v = zk.get(mid, -floor), zv.get(mid, -floor)

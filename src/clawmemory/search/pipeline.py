@@ -104,6 +104,18 @@ _Ranked = tuple[str, float, dict[str, float], float | None]
 _Links = tuple[tuple[Future[dict[str, list[Link]]], list[str]], ...]
 
 
+@dataclass
+class _Prepared:
+    """Fusion's and ranking's work on the keyword and entity candidates, done while the vector
+    side runs (after it, every step is on the recall's critical path): the candidates of the
+    first ``lists`` lists, calibrated fusion's keyword half and each candidate's factors."""
+
+    fused: dict[str, Fused]
+    lists: int
+    side: fusion.KeywordSide | None
+    factors: dict[str, dict[str, float]]
+
+
 class Retriever:
     def __init__(
         self,
@@ -283,7 +295,8 @@ class Retriever:
         records: dict[str, MemoryRecord] = {}
         t = time.perf_counter()
         term_sets = self._term_sets(req, lists, terms, records) if req.mode == "hybrid" else {}
-        self.stages["fusion"] = _ms(t, time.perf_counter())  # the term sets are fusion's input
+        prepared = self._prepare(lists, req, term_sets)
+        self.stages["fusion"] = _ms(t, time.perf_counter())  # fusion's input and first half
         t = time.perf_counter()
         if vector_side is not None:
             qv, candidates = vector_side.result()
@@ -293,7 +306,7 @@ class Retriever:
         if periods and qv is not None and req.mode == "hybrid" and self.time_cfg.query_candidates:
             lists.append(self.period_list(req, periods, qv, pool))
         links = self._links_ahead(req, lists, links)
-        fused = self._fuse(lists, req, qv, term_sets, ahead)
+        fused = self._fuse(lists, req, qv, term_sets, ahead, prepared)
         fused = apply_floor(fused, req.mode, self.cfg, len(terms), term_sets,
                             centred=self._centred(req),
                             words_of=lambda: self._words_of(req, fused, records))
@@ -301,7 +314,7 @@ class Retriever:
             # Smoothing needs BM25's sharp scores; cosine alone is too flat (measured: ADR 0005).
             self._smooth(fused, {i: lk for f, _ in links for i, lk in f.result().items()})
         order, when, dated, ordered = self._time_inputs(fused, req, periods, records)
-        ranked = self._rank(fused, req, periods, when, dated, ordered)
+        ranked = self._rank(fused, req, periods, when, dated, ordered, prepared.factors)
         if self.cfg.session_weight > 0 and req.mode != "vector":
             ranked = self._session_support(ranked, fused)
         ranked = ranked[: req.limit]
@@ -383,18 +396,29 @@ class Retriever:
         return _executor().submit(
             lambda: vectors.similarities(req.namespace, embedded.result(), ids))
 
+    def _prepare(
+        self, lists: Sequence[Candidates], req: RecallRequest,
+        term_sets: dict[str, frozenset[str]],
+    ) -> _Prepared:
+        """The work ``_fuse`` and ``_rank`` would do on the candidates of ``lists`` (the
+        keyword and entity lists), done ahead: the same values, in the same order."""
+        fused: dict[str, Fused] = {}
+        _add_lists(fused, lists)
+        side = (fusion.keyword_side(fused, self.cfg, term_sets)
+                if self.cfg.fusion == "calibrated" else None)
+        fs = {mid: factors(f.info, req.now, self.cfg) for mid, f in fused.items()}
+        return _Prepared(fused, len(lists), side, fs)
+
     def _fuse(
         self, lists: list[Candidates], req: RecallRequest, qv: npt.NDArray[np.float32] | None,
         term_sets: dict[str, frozenset[str]], ahead: Future[dict[str, float]] | None = None,
+        prepared: _Prepared | None = None,
     ) -> dict[str, Fused]:
-        fused: dict[str, Fused] = {}
+        """The candidates of every list, fused (``prepared``: those of its first lists, and
+        calibrated fusion's keyword half, done ahead)."""
+        fused, done = (prepared.fused, prepared.lists) if prepared is not None else ({}, 0)
+        _add_lists(fused, lists[done:])
         active = [c for c in lists if c.items]
-        for c in active:
-            for rank, (cand, raw) in enumerate(c.items, start=1):
-                f = fused.setdefault(cand.id, Fused(cand))
-                f.lists[c.name] = {"rank": rank, c.measure: round(raw, 6)}
-                if c.via:
-                    f.via = c.via
         if qv is not None and self.vectors is not None:  # cosine for every candidate, to explain
             # The vector list's own scores are these cosines: ask only for the other candidates
             # (on PostgreSQL each one is a row read).
@@ -411,7 +435,8 @@ class Retriever:
                 raw = f.lists[active[0].name][active[0].measure]
                 f.score = ((raw + 1) / 2) ** sharp if active[0].measure == "cosine" else raw
         elif self.cfg.fusion == "calibrated":
-            fusion.calibrated(fused, self.cfg, term_sets)
+            fusion.calibrated(fused, self.cfg, term_sets,
+                              prepared.side if prepared is not None else None)
         elif self.cfg.fusion == "weighted":
             fusion.weighted(fused, self.cfg)
         else:
@@ -500,13 +525,15 @@ class Retriever:
     def _rank(
         self, fused: dict[str, Fused], req: RecallRequest, periods: Sequence[Period] = (),
         when: dict[str, float] | None = None, dated: set[str] | None = None,
-        ordered: dict[str, float] | None = None,
+        ordered: dict[str, float] | None = None, ahead: dict[str, dict[str, float]] | None = None,
     ) -> list[_Ranked]:
+        """Candidates by final score (``ahead``: factors computed ahead, each used once)."""
         boosts = self._co_recall_boosts(fused, req) if self.cfg.co_recall else {}
         boost = self.time_cfg.query_boost
+        ahead = ahead if ahead is not None else {}
         ranked: list[_Ranked] = []
         for mid, f in fused.items():
-            fs = factors(f.info, req.now, self.cfg)
+            fs = ahead.get(mid) or factors(f.info, req.now, self.cfg)
             if mid in boosts:
                 fs["co_recall"] = boosts[mid]
             if periods and boost > 0 and when and mid in when:
@@ -618,6 +645,17 @@ class Retriever:
                 )
             )
         return out
+
+
+def _add_lists(fused: dict[str, Fused], lists: Sequence[Candidates]) -> None:
+    """Each candidate of ``lists`` into ``fused`` (the first list holding it gives its ranking
+    fields), with its rank and raw score in each list."""
+    for c in lists:
+        for rank, (cand, raw) in enumerate(c.items, start=1):
+            f = fused.setdefault(cand.id, Fused(cand))
+            f.lists[c.name] = {"rank": rank, c.measure: round(raw, 6)}
+            if c.via:
+                f.via = c.via
 
 
 def _ms(start: float, end: float) -> float:

@@ -161,22 +161,6 @@ def test_a_large_matrix_rescores_the_rows_a_full_histogram_would(spread: str) ->
                 i for i, _ in m.search(q, k, allowed=full)]
 
 
-@pytest.mark.parametrize("n", [1, 8_191, 8_192, 20_001])
-def test_hamming_distances_are_those_of_each_word_summed(n: int) -> None:
-    """The distance pass goes a block of rows at a time: every row's distance, the last
-    partial block's included, is the sum of its words' differing bits."""
-    from clawmemory.vectors import matrix
-
-    rng = np.random.default_rng(n)
-    words = 6
-    bits = rng.integers(0, 2**63, size=(words, n + 5), dtype=np.uint64)  # spare capacity
-    qbits = rng.integers(0, 2**63, size=words, dtype=np.uint64)
-    expected = sum(
-        np.array([bin(int(bits[w, i]) ^ int(qbits[w])).count("1") for i in range(n)])
-        for w in range(words))
-    assert matrix._hamming(bits, qbits, n).tolist() == expected.tolist()
-
-
 def _rows(n: int, d: int, seed: int) -> npt.NDArray[np.float32]:
     rows = np.random.default_rng(seed).standard_normal((n, d)).astype(np.float32)
     rows[:, 0] += 1.5  # a shared direction, so the namespace is centred

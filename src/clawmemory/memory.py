@@ -36,6 +36,7 @@ from clawmemory.embed.base import Embedder
 from clawmemory.errors import ClawMemoryError, ConfigError, InvalidInputError
 from clawmemory.model import Forgotten, Hit, ImportReport, Kind, MemoryRecord, ParsedImport
 from clawmemory.search.access import close_tracker
+from clawmemory.search.temporal import warm_parser
 from clawmemory.text import stem
 from clawmemory.validation import check_limit, check_namespace, check_ref, check_store_items
 
@@ -223,6 +224,7 @@ class Memory:
                 # fusion's word matching, and snowballstemmer imports every language's module
                 # on first use (~30 ms of the first real recall, bench/first_recall.py).
                 stem("warming")
+                warm_parser(self.settings.time)
             except ClawMemoryError:
                 log.debug("warm-up recall failed", exc_info=True)
             embedder = vectors.embedder

@@ -107,6 +107,32 @@ def test_a_store_opened_in_a_program_warms_its_model_and_vectors_in_the_backgrou
 
 
 @needs_model
+@pytest.mark.parametrize("time_on", [True, False])
+def test_the_warm_up_loads_the_date_parser_where_times_are_read(
+    tmp_path: Path, time_on: bool
+) -> None:
+    """The first question naming a time ("what did I do three weeks ago?") loaded the date
+    parser, every locale's data (~0.25 s, 10 times a warm recall); the warm-up loads it
+    instead, unless reading times is switched off (then nothing loads it at all)."""
+    db = tmp_path / "dates.db"
+    script = (
+        "import sys\nfrom clawmemory import Memory\n"
+        "with Memory.open(sys.argv[1], warm=False) as mem:\n"
+        "    mem.store('the garden needs water')\n"
+        "    before = 'dateparser.search' in sys.modules\n"
+        "    mem.warm_up()\n"
+        "    print(before, 'dateparser.search' in sys.modules)\n")
+    env = dict(os.environ)
+    if not time_on:
+        env.update(CLAWMEM_TIME__QUERY_BOOST="0", CLAWMEM_TIME__QUERY_CANDIDATES="false",
+                   CLAWMEM_TIME__FROM_TEXT="false")
+    done = subprocess.run([sys.executable, "-c", script, str(db)], capture_output=True,
+                          text=True, timeout=120, check=False, env=env)
+    assert done.returncode == 0, done.stderr[-800:]
+    assert done.stdout.split() == ["False", str(time_on)]
+
+
+@needs_model
 def test_a_program_that_ends_while_the_model_loads_at_open_exits_cleanly(tmp_path: Path) -> None:
     """A script that opens a store and ends before the warm-up is done exits with 0: ONNX
     Runtime aborted the process ("terminate called without an active exception") when the

@@ -224,7 +224,6 @@ class Memory:
                 # fusion's word matching, and snowballstemmer imports every language's module
                 # on first use (~30 ms of the first real recall, bench/first_recall.py).
                 stem("warming")
-                warm_parser(self.settings.time)
             except ClawMemoryError:
                 log.debug("warm-up recall failed", exc_info=True)
             embedder = vectors.embedder
@@ -235,6 +234,12 @@ class Memory:
             if worker is not None and waiting:
                 worker.sweep()
                 note += f"; embedding {waiting} queued memories in the background"
+        try:
+            # In any mode: the first question naming a time ("last summer") loads the date
+            # parser, every locale's data (~0.25 s; ADR 0033's amendment).
+            warm_parser(self.settings.time)
+        except ClawMemoryError:
+            log.debug("warming the date parser failed", exc_info=True)
         vectors.warm_note = note
         return note
 

@@ -107,13 +107,15 @@ def test_a_store_opened_in_a_program_warms_its_model_and_vectors_in_the_backgrou
 
 
 @needs_model
-@pytest.mark.parametrize("time_on", [True, False])
+@pytest.mark.parametrize(("time_on", "provider"),
+                         [(True, "local"), (True, "none"), (False, "local")])
 def test_the_warm_up_loads_the_date_parser_where_times_are_read(
-    tmp_path: Path, time_on: bool
+    tmp_path: Path, time_on: bool, provider: str
 ) -> None:
     """The first question naming a time ("what did I do three weeks ago?") loaded the date
     parser, every locale's data (~0.25 s, 10 times a warm recall); the warm-up loads it
-    instead, unless reading times is switched off (then nothing loads it at all)."""
+    instead, with or without vectors, unless reading times is switched off (then nothing
+    loads it at all)."""
     db = tmp_path / "dates.db"
     script = (
         "import sys\nfrom clawmemory import Memory\n"
@@ -122,7 +124,7 @@ def test_the_warm_up_loads_the_date_parser_where_times_are_read(
         "    before = 'dateparser.search' in sys.modules\n"
         "    mem.warm_up()\n"
         "    print(before, 'dateparser.search' in sys.modules)\n")
-    env = dict(os.environ)
+    env = {**os.environ, "CLAWMEM_EMBEDDER__PROVIDER": provider}
     if not time_on:
         env.update(CLAWMEM_TIME__QUERY_BOOST="0", CLAWMEM_TIME__QUERY_CANDIDATES="false",
                    CLAWMEM_TIME__FROM_TEXT="false")

@@ -413,8 +413,8 @@ class Retriever:
         keyword and entity lists), done ahead: the same values, in the same order."""
         fused: dict[str, Fused] = {}
         _add_lists(fused, lists)
-        side = (fusion.keyword_side(fused, self.cfg, term_sets)
-                if self.cfg.fusion == "calibrated" else None)
+        side = (fusion.keyword_side(fused, self.cfg, term_sets)  # only hybrid recalls fuse
+                if req.mode == "hybrid" and self.cfg.fusion == "calibrated" else None)
         fs = {mid: factors(f.info, req.now, self.cfg) for mid, f in fused.items()}
         return _Prepared(fused, len(lists), side, fs)
 

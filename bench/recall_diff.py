@@ -8,9 +8,10 @@
 A speed change to recall must not change what it returns. ``record`` opens an existing store
 read-only, with the clock fixed (``--now``, default: one day after its newest memory), and
 asks each namespace questions built from its own memories (so any store will do and no data
-file is needed): for ``--per-namespace`` memories spread over the namespace, a few of its
-words, its whole text, and its words asked ``as_of`` the memory's own time, in every mode of
-``--modes``. It writes each recall's hits: id, score and the whole explanation.
+file is needed): for ``--per-namespace`` memories spread over the namespace, five of its
+words, its first 300 characters, and its last four words asked ``as_of`` a day after it was
+stored, in every mode of ``--modes``. It writes each recall's hits: id, score and the whole
+explanation.
 
 ``compare`` prints the first differences and exits 1 if there is any. Floats are compared to a
 relative 1e-12: sums over sets run in an order that changes with each process's string
@@ -48,18 +49,16 @@ def _questions(mem: Memory, namespace: str, n: int) -> list[tuple[str, float | N
 
 
 def record(args: argparse.Namespace) -> int:
-    probe = Memory.open(args.db, read_only=True, create=False, warm=False)
-    try:
-        namespaces = (args.namespaces.split(",") if args.namespaces
-                      else probe.parts.shared.store.namespaces())
-        newest = max((r.created_at for ns in namespaces
-                      for r in probe.with_namespace(ns).list(limit=1)), default=0.0)
-    finally:
-        probe.close()
-    now = args.now if args.now is not None else newest + DAY
-    mem = Memory.open(args.db, read_only=True, create=False, warm=False, clock=lambda: now)
+    clock = [0.0]  # set below, before the first recall reads it
+    mem = Memory.open(args.db, read_only=True, create=False, warm=False,
+                      clock=lambda: clock[0])
     out: list[dict[str, Any]] = []
     try:
+        namespaces = (args.namespaces.split(",") if args.namespaces
+                      else mem.parts.shared.store.namespaces())
+        newest = max((r.created_at for ns in namespaces
+                      for r in mem.with_namespace(ns).list(limit=1)), default=0.0)
+        clock[0] = args.now if args.now is not None else newest + DAY
         for ns in namespaces:
             view = mem.with_namespace(ns)
             for question, as_of in _questions(mem, ns, args.per_namespace):
@@ -76,7 +75,7 @@ def record(args: argparse.Namespace) -> int:
                                 "mode": mode, "hits": got})
     finally:
         mem.close()
-    Path(args.out).write_text(json.dumps({"now": now, "recalls": out}, indent=0))
+    Path(args.out).write_text(json.dumps({"now": clock[0], "recalls": out}, indent=0))
     print(f"{len(out)} recalls from {len(namespaces)} namespace(s) -> {args.out}")
     return 0
 

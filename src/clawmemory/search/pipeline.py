@@ -100,8 +100,8 @@ class Candidates:
 # explanation is made only if it is kept.
 _Ranked = tuple[str, float, dict[str, float], float | None]
 
-# Links being read for smoothing: (the read, the ids it asked for), in the order asked.
-_Links = tuple[tuple[Future[dict[str, list[Link]]], list[str]], ...]
+# Smoothing's links of the keyword and entity candidates, read beside the recall.
+_LinksAhead = Future[dict[str, list[Link]]] | None
 
 
 @dataclass
@@ -290,7 +290,7 @@ class Retriever:
             vector_side = _executor().submit(self._vector_side, req, pool, embedded, known)
         lists, terms = self._text_lists(req, pool, known)
         ahead = self._similarities_ahead(req, lists, embedded) if vector_side else None
-        links = self._links_ahead(req, lists)
+        links_ahead = self._links_ahead(req, lists)
         periods = self.periods(req)  # the date parser runs while the query is embedded
         records: dict[str, MemoryRecord] = {}
         t = time.perf_counter()
@@ -305,14 +305,14 @@ class Retriever:
         self.stages["wait"] = _ms(t, t1)  # what the vector side added after the other lists
         if periods and qv is not None and req.mode == "hybrid" and self.time_cfg.query_candidates:
             lists.append(self.period_list(req, periods, qv, pool))
-        links = self._links_ahead(req, lists, links, at_once=True)
+        links = self._links(req, lists, links_ahead)
         fused = self._fuse(lists, req, qv, term_sets, ahead, prepared)
         fused = apply_floor(fused, req.mode, self.cfg, len(terms), term_sets,
                             centred=self._centred(req),
                             words_of=lambda: self._words_of(req, fused, records))
-        if links:
+        if links is not None:
             # Smoothing needs BM25's sharp scores; cosine alone is too flat (measured: ADR 0005).
-            self._smooth(fused, {i: lk for f, _ in links for i, lk in f.result().items()})
+            self._smooth(fused, links)
         order, when, dated, ordered = self._time_inputs(fused, req, periods, records)
         ranked = self._rank(fused, req, periods, when, dated, ordered, prepared.factors)
         if self.cfg.session_weight > 0 and req.mode != "vector":
@@ -345,30 +345,34 @@ class Retriever:
         self.stages.update(keyword=_ms(t, t1), entity=_ms(t1, time.perf_counter()))
         return lists, terms
 
-    def _links_ahead(
-        self, req: RecallRequest, lists: Sequence[Candidates], earlier: _Links = (),
-        *, at_once: bool = False,
-    ) -> _Links:
-        """Smoothing's links: those of the keyword and entity candidates read beside the
-        rest of the recall while the query is embedded, then (``at_once``) those of the
-        candidates the vector side adds (``earlier``: what was asked already). Every
-        candidate's: the floor only removes some, and each id's links are the same whichever
-        ids are asked with it."""
+    def _links_ahead(self, req: RecallRequest, lists: Sequence[Candidates]) -> _LinksAhead:
+        """Smoothing's links of the keyword and entity candidates, read beside the rest of
+        the recall while the query is embedded (None when smoothing is off or there are none)."""
+        ids = self._smoothed(req, lists)
+        return _executor().submit(self.store.links, req.namespace, ids) if ids else None
+
+    def _links(
+        self, req: RecallRequest, lists: Sequence[Candidates], ahead: _LinksAhead
+    ) -> dict[str, list[Link]] | None:
+        """Every candidate's links (None when smoothing is off): those read ahead, and those
+        of the candidates the vector side added, read here. Handed to a thread, that read
+        waited ~1.3 ms (p50, 20k) for the GIL while this thread fused, and the recall then
+        waited for it (per query alternating, 3 runs: recall p50 -0.1 to -0.8 ms, p95 -0.7
+        to -3.1 ms). Every candidate's: the floor only removes some, and each id's links are
+        the same whichever ids are asked with it."""
         if self.cfg.neighbour_weight <= 0 or req.mode == "vector":
-            return ()
-        asked = {i for _, ids in earlier for i in ids}
-        ids = [i for i in dict.fromkeys(c.id for lst in lists for c, _ in lst.items)
-               if i not in asked]
-        if not ids:
-            return earlier
-        if at_once:
-            # Read here: handed to a thread, the read waited ~1.3 ms (p50, 20k) for the GIL
-            # while this thread fused, and the recall then waited for it (per query
-            # alternating, 3 runs: recall p50 -0.1 to -0.8 ms, p95 -0.7 to -3.1 ms).
-            read: Future[dict[str, list[Link]]] = Future()
-            read.set_result(self.store.links(req.namespace, ids))
-            return (*earlier, (read, ids))
-        return (*earlier, (_executor().submit(self.store.links, req.namespace, ids), ids))
+            return None
+        out = ahead.result() if ahead is not None else {}  # every id asked is a key
+        if rest := [i for i in self._smoothed(req, lists) if i not in out]:
+            out.update(self.store.links(req.namespace, rest))
+        return out
+
+    def _smoothed(self, req: RecallRequest, lists: Sequence[Candidates]) -> list[str]:
+        """The candidates smoothing needs the links of, in the order listed ([] when it is
+        off)."""
+        if self.cfg.neighbour_weight <= 0 or req.mode == "vector":
+            return []
+        return list(dict.fromkeys(c.id for lst in lists for c, _ in lst.items))
 
     def _time_inputs(
         self, fused: dict[str, Fused], req: RecallRequest, periods: Sequence[Period],
@@ -534,15 +538,16 @@ class Retriever:
     def _rank(
         self, fused: dict[str, Fused], req: RecallRequest, periods: Sequence[Period] = (),
         when: dict[str, float] | None = None, dated: set[str] | None = None,
-        ordered: dict[str, float] | None = None, ahead: dict[str, dict[str, float]] | None = None,
+        ordered: dict[str, float] | None = None,
+        computed: dict[str, dict[str, float]] | None = None,
     ) -> list[_Ranked]:
-        """Candidates by final score (``ahead``: factors computed ahead, each used once)."""
+        """Candidates by final score (``computed``: factors computed ahead, each used once)."""
         boosts = self._co_recall_boosts(fused, req) if self.cfg.co_recall else {}
         boost = self.time_cfg.query_boost
-        ahead = ahead if ahead is not None else {}
+        computed = computed if computed is not None else {}
         ranked: list[_Ranked] = []
         for mid, f in fused.items():
-            fs = ahead.get(mid) or factors(f.info, req.now, self.cfg)
+            fs = computed.get(mid) or factors(f.info, req.now, self.cfg)
             if mid in boosts:
                 fs["co_recall"] = boosts[mid]
             if periods and boost > 0 and when and mid in when:

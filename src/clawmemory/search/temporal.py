@@ -371,7 +371,7 @@ def query_periods(query: str, now: float, tz: tzinfo, languages: tuple[str, ...]
 
 def warm_parser(cfg: TimeSettings) -> None:
     """Load the date parser now, where recall or storing will read times with it: its first
-    use loads every locale's data (~0.25 s and ~15 MiB here), which the first question naming
+    use loads every locale's data (~0.25 s and ~14 MiB here), which the first question naming
     a time ("last summer", "three weeks ago") paid otherwise. For warm-ups (``Memory.open``'s,
     the servers')."""
     if cfg.query_boost <= 0 and not cfg.query_candidates and not cfg.from_text:

@@ -54,8 +54,9 @@ def latest_first(hits: list[Hit], query: str) -> list[Hit]:
     # The question's words and each hit's topic are stemmed only for a pair that passes the
     # cheap tests (speakers, time apart): the stemming is most of this step's cost, and hits
     # stored within the hour of each other need none.
-    asked = _Lazy(lambda: frozenset(tokenize(" ".join(content_terms(sanitize_terms(query))))))
-    topics = [_Lazy(functools.partial(_topic, h)) for h in hits]
+    asked = functools.cache(
+        lambda: frozenset(tokenize(" ".join(content_terms(sanitize_terms(query))))))
+    topics = [functools.cache(functools.partial(_topic, h)) for h in hits]
     when = {h.memory.id: event_or_created(h.memory) for h in hits}
     newer: dict[str, str] = {}  # older id -> the id of its newest update among the hits
     for h in hits:
@@ -83,30 +84,18 @@ def _topic(h: Hit) -> frozenset[str]:
     return frozenset(tokenize(" ".join(content_terms(words(text)))))
 
 
-class _Lazy:
-    """A word set computed on first use."""
-
-    __slots__ = ("_make", "_value")
-
-    def __init__(self, make: Callable[[], frozenset[str]]) -> None:
-        self._make = make
-        self._value: frozenset[str] | None = None
-
-    def get(self) -> frozenset[str]:
-        if self._value is None:
-            self._value = self._make()
-        return self._value
-
-
-def _same_thing(a: Hit, b: Hit, topic_a: _Lazy, topic_b: _Lazy, asked: _Lazy) -> bool:
+def _same_thing(a: Hit, b: Hit, topic_a: Callable[[], frozenset[str]],
+                topic_b: Callable[[], frozenset[str]], asked: Callable[[], frozenset[str]]) -> bool:
+    """Whether ``b`` states the same thing as ``a`` with another value (module docstring); the
+    word sets are computed on first use."""
     ra, rb = a.memory, b.memory
     if ra.source_role and rb.source_role and ra.source_role != rb.source_role:
         return False
     if abs(event_or_created(ra) - event_or_created(rb)) < MIN_GAP_S:
         return False
-    ta, tb = topic_a.get(), topic_b.get()
+    ta, tb = topic_a(), topic_b()
     shared = ta & tb
-    if len(shared) < MIN_SHARED or not shared & asked.get():
+    if len(shared) < MIN_SHARED or not shared & asked():
         return False
     if len(shared) < OVERLAP * min(len(ta), len(tb)):
         return False

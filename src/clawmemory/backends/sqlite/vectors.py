@@ -116,8 +116,12 @@ class SQLiteVectors:
         if not items or self.dimension is None:
             return 0
         with self._lock:
-            cache = self._sync(namespace)
+            self._sync(namespace)  # a first load happens here, outside the write lock
             with self.store.write():
+                # Again inside the transaction: another connection may have committed vectors
+                # while this one waited for the lock, and the generation taken below would
+                # skip them for good (a server missed ~1 in 5 memories a CLI stored beside it).
+                cache = self._sync(namespace)
                 c = self.store.conn
                 ids = [i for i, _ in items]
                 seqs = dict(

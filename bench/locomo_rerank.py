@@ -6,7 +6,7 @@ were different?" in seconds per variant: it reads a LoCoMo database filled by
 question's BM25 scores from the store, and then scores each variant with numpy. Every turn of
 a conversation is a candidate here (the engine keeps the top of each list), so its numbers
 read about 0.015 above the end-to-end ones but move with them. The rows of ADR 0007 and
-docs/benchmarks.md marked "harness" come from here.
+docs/benchmark-history.md marked "harness" come from here.
 
     .venv/bin/python bench/locomo.py --modes hybrid --db /tmp/locomo   # fill once
     .venv/bin/python bench/locomo_rerank.py --db /tmp/locomo

@@ -55,7 +55,7 @@ class RecallSettings(Section):
     entity_without_vectors: bool = False
     # weighted fusion: weight of the entity list (max-normalised)
     entity_weight: float = Field(default=0.0, ge=0)
-    co_recall: bool = False  # 003 v2 co-recall links (off: see docs/benchmarks.md)
+    co_recall: bool = False  # 003 v2 co-recall links (off: see docs/benchmark-history.md)
     co_recall_increment: float = Field(default=0.1, ge=0)
     co_recall_boost: float = Field(default=0.05, ge=0)
     co_recall_max_boost: float = Field(default=0.2, ge=0)

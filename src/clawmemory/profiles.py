@@ -184,9 +184,9 @@ def read_devclaw(env: Mapping[str, str]) -> dict[str, Origin]:
     return out
 
 
-# clawmemory's own refinements of ranking, measured on LoCoMo (docs/benchmarks.md): none of the
-# specifications has them, so every specification's profile turns them off and ranks by its
-# own formula alone.
+# clawmemory's own refinements of ranking, measured on LoCoMo (docs/benchmark-history.md):
+# none of the specifications has them, so every specification's profile turns them off and
+# ranks by its own formula alone.
 _AS_SPECIFIED: dict[str, Any] = {
     "recall.neighbour_weight": 0.0,  # ADR 0005: adjacent turns' support
     "recall.session_weight": 0.0,  # ADR 0020: the session's best candidates' support

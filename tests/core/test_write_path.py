@@ -107,6 +107,38 @@ def test_a_store_opened_in_a_program_warms_its_model_and_vectors_in_the_backgrou
 
 
 @needs_model
+def test_a_bulk_store_is_followed_by_a_warm_up_recall_only_where_the_model_is_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After a ``store_many`` of ``_WARM_AFTER`` memories or more, one recall that counts
+    nothing warms what the next question uses (``bench/first_recall.py --fill``). Never after
+    a smaller batch, and never where the vectors wait in the queue: it would load the model."""
+    import clawmemory.memory
+
+    monkeypatch.setattr(clawmemory.memory, "_WARM_AFTER", 10)
+    calls: list[tuple[str, str, Any]] = []
+    real = Memory.recall
+
+    def spy(self: Memory, query: str, **kwargs: Any) -> Any:
+        calls.append((self.namespace, query, kwargs.get("touch")))
+        return real(self, query, **kwargs)
+
+    monkeypatch.setattr(Memory, "recall", spy)
+    items = [{"content": f"note {i} about the vegetable garden"} for i in range(10)]
+    with Memory.open(tmp_path / "queued.db", warm=False, vector_writes="queue") as mem:
+        mem.store_many(items)
+        assert calls == []
+        assert mem.parts.vectors.loaded_vectors() is None  # the model is still not loaded
+    with Memory.open(tmp_path / "bulk.db", warm=False) as mem:
+        user = mem.with_namespace("u1")
+        user.store_many(items[:9])
+        assert calls == []
+        user.store_many(items)
+        assert calls == [("u1", "note 9 about the vegetable garden", False)]
+        assert user.stats()["total"] == 19  # the warm-up stored nothing
+
+
+@needs_model
 @pytest.mark.parametrize(("time_on", "provider"),
                          [(True, "local"), (True, "none"), (False, "local")])
 def test_the_warm_up_loads_the_date_parser_where_times_are_read(

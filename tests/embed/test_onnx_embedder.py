@@ -288,6 +288,31 @@ def test_a_folder_of_the_earlier_format_is_read_and_remade_where_onnx_is_install
     assert make_embedder("local", local=LocalOptions(cache_dir=cache)).inner._folder == folder  # type: ignore[union-attr]
 
 
+@needs_torch
+def test_a_folder_of_the_earlier_format_is_read_where_the_new_one_cannot_be_written(
+        legacy_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    from clawmemory.embed import model_files as files
+
+    cache = tmp_path / "models"
+    cache.mkdir()
+    (cache / files.LEGACY_FOLDER_NAME).symlink_to(legacy_folder)
+
+    def read_only(source: Path, target: Path) -> None:  # root ignores chmod: fail as a mount would
+        raise PermissionError(13, "Read-only file system", str(target))
+
+    monkeypatch.setattr(files, "_halved_copy", read_only)
+    embedder = make_embedder("local", query_cache_size=0, local=LocalOptions(cache_dir=cache))
+    with caplog.at_level("WARNING", logger="clawmemory"):
+        got = embedder.embed(TEXTS)  # type: ignore[union-attr]
+    assert "reading" in caplog.text and files.LEGACY_FOLDER_NAME in caplog.text
+    assert [p.name for p in cache.iterdir()] == [files.LEGACY_FOLDER_NAME]
+    from clawmemory.embed.onnx import OnnxEmbedder
+
+    want = OnnxEmbedder("format 1", legacy_folder).embed(TEXTS)
+    assert np.min(_cosines(got, want)) > 1 - 1e-6
+
+
 # --- no network, no telemetry, no side effects ---------------------------------------------------
 _AUDIT = """
 import sys

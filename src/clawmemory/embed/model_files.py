@@ -133,7 +133,11 @@ def export_default(target: Path) -> Path:
         return target
     legacy = target.parent / LEGACY_FOLDER_NAME
     if onnx_file(legacy) is not None and quantize_available():
-        _halved_copy(legacy, target)
+        try:
+            _halved_copy(legacy, target)
+        except (OSError, ConfigError) as exc:  # a read-only cache, a full disk: it still works
+            log.warning("could not make %s (%s); reading %s as it is", target, exc, legacy)
+            return legacy
         log.info("made the embedding model's folder %s from %s", target, legacy)
         return target
     if not torch_available():

@@ -38,6 +38,7 @@ import os
 import shutil
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -125,21 +126,16 @@ def _work_folder(source: Path, target: Path) -> Path:
 
 
 def export_default(target: Path) -> Path:
-    """Make the default model's folder ``target`` once, and return it: from a folder of the
-    earlier format beside it where ``onnx`` is installed, else by exporting the packaged
-    weights (torch, transformers and onnx: ``clawmemory[torch]``). Takes seconds; a folder that
-    is already there is returned as it is."""
+    """Make the default model's folder ``target`` once, and return the folder to read: made
+    from a folder of the earlier format beside it where there is one (that folder itself where
+    ``onnx`` is missing or ``target`` cannot be written: it embeds the same), else by exporting
+    the packaged weights (torch, transformers and onnx: ``clawmemory[torch]``). Takes seconds;
+    a folder that is already there is returned as it is."""
     if (target / "model.onnx").is_file():
         return target
     legacy = target.parent / LEGACY_FOLDER_NAME
-    if onnx_file(legacy) is not None and quantize_available():
-        try:
-            _halved_copy(legacy, target)
-        except (OSError, ConfigError) as exc:  # a read-only cache, a full disk: it still works
-            log.warning("could not make %s (%s); reading %s as it is", target, exc, legacy)
-            return legacy
-        log.info("made the embedding model's folder %s from %s", target, legacy)
-        return target
+    if onnx_file(legacy) is not None:
+        return _from_legacy(legacy, target)
     if not torch_available():
         raise ConfigError("exporting the embedding model to ONNX needs torch:"
                           " pip install 'clawmemory[torch]' (torch==2.13.0 CPU)")
@@ -153,6 +149,18 @@ def export_default(target: Path) -> Path:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     log.info("exported the embedding model to %s", target)
+    return target
+
+
+def _from_legacy(legacy: Path, target: Path) -> Path:
+    if not quantize_available():
+        return legacy
+    try:
+        _halved_copy(legacy, target)
+    except (OSError, ConfigError) as exc:  # a read-only cache, a full disk: it still works
+        log.warning("could not make %s (%s); reading %s as it is", target, exc, legacy)
+        return legacy
+    log.info("made the embedding model's folder %s from %s", target, legacy)
     return target
 
 
@@ -195,11 +203,11 @@ def _halve_word_table(graph: Path, out: Path) -> bool:
     model = onnx.load(str(graph))  # with its external weights
     tables = {t.name: t for t in model.graph.initializer if t.data_type == TensorProto.FLOAT}
     nodes = list(model.graph.node)
-    uses = [name for node in nodes for name in node.input]
+    uses = Counter(name for node in nodes for name in node.input)
     halved = 0  # tables halved so far: each put a Cast into the node list
     for at, node in enumerate(nodes):
         table = tables.get(node.input[0]) if node.op_type == "Gather" else None
-        if table is None or node.input[1] != "input_ids" or uses.count(table.name) != 1:
+        if table is None or node.input[1] != "input_ids" or uses[table.name] != 1:
             continue
         table.CopyFrom(numpy_helper.from_array(
             numpy_helper.to_array(table).astype(np.float16), table.name))
@@ -213,9 +221,9 @@ def _halve_word_table(graph: Path, out: Path) -> bool:
 
 
 def _float_word_table(graph: Path, out: Path) -> None:
-    """``_halve_word_table`` undone: the table back in float32 (its float16 values), the
-    ``Cast`` gone. The quantiser takes a float32 graph, and the int8 model is the same as one
-    quantised before format 2."""
+    """``_halve_word_table`` undone: the table back in float32 (its float16 values, widened),
+    the ``Cast`` gone. ONNX Runtime's quantiser rejects a float16 table; from float32 it
+    quantises the graph as it did before format 2."""
     quiet_dependencies()
     import numpy as np
     import onnx
@@ -304,7 +312,7 @@ def quantize_default(source: Path, target: Path) -> Path:
     if not quantize_available():
         raise ConfigError("quantising the embedding model needs onnx: pip install onnx")
     if onnx_file(source) is None:
-        export_default(source)
+        source = export_default(source)  # or the earlier format's folder, which embeds the same
     graph = onnx_file(source)
     assert graph is not None  # export_default made it or raised
     work = _work_folder(source, target)
@@ -430,14 +438,9 @@ def main(argv: list[str] | None = None) -> int:
     args = [a for a in args if a != "--int8"]
     cache = Path(args[0]).expanduser() if args else default_cache_dir()
     try:
-        folder, legacy = cache / DEFAULT_FOLDER_NAME, cache / LEGACY_FOLDER_NAME
-        if (onnx_file(folder) is None and onnx_file(legacy) is not None
-                and not quantize_available()):
-            if externalize(legacy):
-                log.info("moved the weights of %s into %s", legacy, EXTERNAL_DATA)
-            folders = [legacy]
-        else:
-            folders = [export_default(folder)]
+        folders = [export_default(cache / DEFAULT_FOLDER_NAME)]
+        if externalize(folders[0]):  # an earlier format's folder whose graph held its weights
+            log.info("moved the weights of %s into %s", folders[0], EXTERNAL_DATA)
         if int8:
             folders.append(quantize_default(folders[0], cache / INT8_FOLDER_NAME))
     except ConfigError as exc:

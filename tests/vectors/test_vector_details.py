@@ -161,6 +161,21 @@ def test_a_large_matrix_rescores_the_rows_a_full_histogram_would(spread: str) ->
                 i for i, _ in m.search(q, k, allowed=full)]
 
 
+@pytest.mark.parametrize("n", [1, 32_768, 70_001])
+def test_hamming_distances_taken_a_block_at_a_time_are_every_row_s_full_distance(n: int) -> None:
+    """The distance pass runs over blocks of rows (the scratch stays in cache): every row's
+    distance is its whole code's, at block edges and in a short last block too."""
+    from clawmemory.vectors import matrix
+
+    rng = np.random.default_rng(n)
+    codes = rng.integers(0, 2**63, size=(6, n + 5), dtype=np.uint64)  # spare capacity too
+    q = rng.integers(0, 2**63, size=6, dtype=np.uint64)
+    want = sum(np.bitwise_count(codes[w, :n] ^ q[w]).astype(np.int64) for w in range(6))
+    got = matrix._hamming(codes, q, n)
+    assert got.dtype == np.uint16 and got.shape == (n,)
+    assert got.tolist() == want.tolist()
+
+
 def _rows(n: int, d: int, seed: int) -> npt.NDArray[np.float32]:
     rows = np.random.default_rng(seed).standard_normal((n, d)).astype(np.float32)
     rows[:, 0] += 1.5  # a shared direction, so the namespace is centred

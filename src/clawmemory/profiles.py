@@ -190,6 +190,7 @@ def read_devclaw(env: Mapping[str, str]) -> dict[str, Origin]:
 _AS_SPECIFIED: dict[str, Any] = {
     "recall.neighbour_weight": 0.0,  # ADR 0005: adjacent turns' support
     "recall.session_weight": 0.0,  # ADR 0020: the session's best candidates' support
+    "recall.speaker_boost": 0.0,  # ADR 0026: the speaker the question names
     "recall.relevance_floor": False,  # ADR 0011
     "recall.centre_min_rows": 0,  # ADR 0007: plain cosine
     "embedder.context_turns": 0,  # ADR 0007: each text embedded alone

@@ -102,6 +102,7 @@ class RankInfo(NamedTuple):
     updated_at: float = 0.0  # recency counts from the last write or arrival, not creation
     stored_at: float = 0.0
     session_id: str | None = None  # session support (ADR 0020)
+    source_role: str | None = None  # who said it: the speaker a question names (ADR 0026)
 
 
 @dataclass(frozen=True, slots=True)

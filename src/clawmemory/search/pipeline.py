@@ -545,6 +545,7 @@ class Retriever:
     ) -> list[_Ranked]:
         """Candidates by final score (``computed``: factors computed ahead, each used once)."""
         boosts = self._co_recall_boosts(fused, req) if self.cfg.co_recall else {}
+        speaking = _speaker_factors(fused, req.query, self.cfg.speaker_boost)
         boost = self.time_cfg.query_boost
         computed = computed if computed is not None else {}
         ranked: list[_Ranked] = []
@@ -558,6 +559,8 @@ class Retriever:
                 fs["states_time"] = 1.0 + self.time_cfg.answer_boost * (mid in dated)
             if ordered and mid in ordered:  # "most recently", "the first time": by event order
                 fs["order"] = ordered[mid]
+            if mid in speaking:  # said by the one the question names
+                fs["speaker"] = speaking[mid]
             ranked.append((mid, f.score * math.prod(fs.values()), fs, None))
         ranked.sort(key=lambda t: (-t[1], t[0]))
         return ranked
@@ -672,6 +675,28 @@ def _add_lists(fused: dict[str, Fused], lists: Sequence[Candidates]) -> None:
             f.lists[c.name] = {"rank": rank, c.measure: round(raw, 6)}
             if c.via:
                 f.via = c.via
+
+
+def _speaker_factors(fused: dict[str, Fused], query: str, boost: float) -> dict[str, float]:
+    """``1 + boost`` for each candidate said by someone the query names as a whole word (its
+    ``source_role``, case folded: "What did Melanie paint?" names Melanie); a recall's
+    candidates have few speakers, so each is looked for once."""
+    if boost <= 0:
+        return {}
+    low = query.casefold()
+    named: dict[str, bool] = {}
+    out = {}
+    for mid, f in fused.items():
+        role = f.info.source_role
+        if not role:
+            continue
+        if role not in named:
+            who = role.casefold().strip()
+            named[role] = bool(who) and re.search(
+                rf"(?<!\w){re.escape(who)}(?!\w)", low) is not None
+        if named[role]:
+            out[mid] = 1.0 + boost
+    return out
 
 
 def _ms(start: float, end: float) -> float:

@@ -559,7 +559,7 @@ def _query_tokens(terms: Sequence[str]) -> builtins.list[tuple[str, ...]]:
 
 def _info(r: MemoryRecord) -> RankInfo:
     return RankInfo(r.id, r.score, r.created_at, r.last_accessed, r.confidence, r.updated_at,
-                    r.stored_at, r.session_id)
+                    r.stored_at, r.session_id, r.source_role)
 
 
 def _copy(ns: _Namespace) -> _Namespace:

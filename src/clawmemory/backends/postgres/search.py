@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from clawmemory.backends.base import SUBSTRING_SCAN_ROWS, RankInfo, TextHit, candidate_plans
 from clawmemory.backends.postgres.sql import (
+    RANK_COLUMNS,
     RANK_SELECT,
     PostgresOptions,
     filter_sql,
@@ -145,7 +146,8 @@ class SearchMixin:
                 found.setdefault(r[0], r)
             if len(found) >= limit:
                 break
-        rows = sorted(found.values(), key=lambda r: (-r[8], -r[9]))[:limit]
+        n = RANK_COLUMNS  # then the relevance and the seq
+        rows = sorted(found.values(), key=lambda r: (-r[n], -r[n + 1]))[:limit]
         return [rank_hit(r) for r in rows]
 
     def _ranked(

@@ -22,7 +22,8 @@ from clawmemory.backends.base import RankInfo, TextHit, time_sql
 from clawmemory.model import Filter, MemoryRecord
 
 __all__ = [
-    "COLUMNS", "FTS_EXPR", "INSERT", "INSERT_MANY", "ORDER_SQL", "RANK_SELECT", "SELECT", "UPDATE",
+    "COLUMNS", "FTS_EXPR", "INSERT", "INSERT_MANY", "ORDER_SQL", "RANK_COLUMNS", "RANK_SELECT",
+    "SELECT", "UPDATE",
     "canonical_json", "filter_sql", "fold", "fts_args", "many_values", "meta_cmp", "rank_hit",
     "record_values", "row_to_record",
 ]
@@ -52,8 +53,9 @@ UPDATE = (
 )
 RANK_SELECT = (
     "m.id, m.score, m.created_at, m.last_accessed, m.confidence, m.updated_at, m.stored_at,"
-    " m.session_id"
+    " m.session_id, m.source_role"
 )
+RANK_COLUMNS = 9  # RANK_SELECT's columns: RankInfo's fields, in its order
 ORDER_SQL = {
     "newest": "m.created_at DESC, m.seq DESC",
     "oldest": "m.created_at ASC, m.seq ASC",
@@ -116,9 +118,9 @@ def row_to_record(row: Sequence[Any]) -> MemoryRecord:
 
 
 def rank_hit(row: Sequence[Any]) -> TextHit:
-    id_, score, created, accessed, confidence, updated, stored, session = row[:8]
+    id_, score, created, accessed, confidence, updated, stored, session, role = row[:RANK_COLUMNS]
     return TextHit(RankInfo(id_, int(score), created, accessed, confidence, updated, stored,
-                            session), float(row[8]))
+                            session, role), float(row[RANK_COLUMNS]))
 
 
 def record_values(r: MemoryRecord) -> builtins.list[Any]:

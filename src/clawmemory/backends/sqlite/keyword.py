@@ -17,6 +17,7 @@ from typing import Any
 
 from clawmemory.backends.base import Plan, TextHit, candidate_plans
 from clawmemory.backends.sqlite.sql import (
+    RANK_COLUMNS,
     RANK_SELECT,
     filter_sql,
     fts_query,
@@ -88,7 +89,7 @@ class KeywordSearch:
                 [*self._weights, whole, *args, limit],
             )
             found = {r[0]: r for r in rows}
-        ranked = sorted(found.values(), key=lambda r: -float(r[8]))[:limit]
+        ranked = sorted(found.values(), key=lambda r: -float(r[RANK_COLUMNS]))[:limit]
         return [rank_hit(r) for r in ranked]
 
     def _ranked(
@@ -151,10 +152,12 @@ class KeywordSearch:
                 f"SELECT {RANK_SELECT}, m.seq, m.key, m.content, m.tags, m.source FROM memories m"
                 f" NOT INDEXED WHERE m.seq IN ({', '.join('?' * len(part))}) AND {where}",
                 [*part, *args])
-            out += [(*r[:8], rel[r[8]], r[8], searchable_row(*r[9:13])) for r in rows]
+            # (ranking fields, relevance, seq, searchable text)
+            n = RANK_COLUMNS
+            out += [(*r[:n], rel[r[n]], r[n], searchable_row(*r[n + 1:n + 5])) for r in rows]
         # Equal scores in the order of the rows (SQLite reads an IN list's rowids ascending).
-        out.sort(key=lambda r: (-float(r[8]), r[9]))
-        return [(*r[:9], r[10]) for r in out[:limit]]
+        out.sort(key=lambda r: (-float(r[RANK_COLUMNS]), r[RANK_COLUMNS + 1]))
+        return [(*r[:RANK_COLUMNS + 1], r[RANK_COLUMNS + 2]) for r in out[:limit]]
 
     def _matches(self, whole: str, terms: Sequence[str], size: int,
                  cap: int) -> tuple[int, bool]:

@@ -12,7 +12,7 @@ from clawmemory.backends.base import RankInfo, TextHit, time_sql
 from clawmemory.model import Filter, MemoryRecord, meta_equal, searchable_text
 
 __all__ = [
-    "COLUMNS", "INSERT", "ORDER_SQL", "RANK_SELECT", "SELECT", "UPDATE",
+    "COLUMNS", "INSERT", "ORDER_SQL", "RANK_COLUMNS", "RANK_SELECT", "SELECT", "UPDATE",
     "chunks", "filter_sql", "fts_query", "lower_text", "meta_eq_json", "rank_hit", "record_values",
     "row_to_record", "searchable_row",
 ]
@@ -36,8 +36,9 @@ UPDATE = (
 )
 RANK_SELECT = (
     "m.id, m.score, m.created_at, m.last_accessed, m.confidence, m.updated_at, m.stored_at,"
-    " m.session_id"
+    " m.session_id, m.source_role"
 )
+RANK_COLUMNS = 9  # RANK_SELECT's columns: RankInfo's fields, in its order
 ORDER_SQL = {
     "newest": "m.created_at DESC, m.seq DESC",
     "oldest": "m.created_at ASC, m.seq ASC",
@@ -74,7 +75,8 @@ def row_to_record(row: Sequence[Any]) -> MemoryRecord:
 def rank_hit(row: Sequence[Any]) -> TextHit:
     """A keyword hit from ``RANK_SELECT``'s columns, the relevance and (optionally) the
     searchable text."""
-    return TextHit(RankInfo(*row[:8]), float(row[8]), row[9] if len(row) > 9 else None)
+    n = RANK_COLUMNS
+    return TextHit(RankInfo(*row[:n]), float(row[n]), row[n + 1] if len(row) > n + 1 else None)
 
 
 def searchable_row(key: str | None, content: str, tags: str, source: str | None) -> str:

@@ -40,6 +40,7 @@ from clawmemory.backends.sqlite.readers import ReaderPool
 from clawmemory.backends.sqlite.sql import (
     INSERT,
     ORDER_SQL,
+    RANK_COLUMNS,
     RANK_SELECT,
     SELECT,
     UPDATE,
@@ -520,7 +521,7 @@ class SQLiteStore:
             rows = self.query(
                 f"SELECT {RANK_SELECT}, 0 FROM memories m WHERE {where} AND m.id IN"
                 f" ({', '.join('?' * len(part))})", [*args, *part])
-            out.update((r[0], RankInfo(*r[:8])) for r in rows)
+            out.update((r[0], RankInfo(*r[:RANK_COLUMNS])) for r in rows)
         return out
 
     def like_search(

@@ -51,8 +51,9 @@ class RecallSettings(Section):
     # the newer ranks first and the older is marked superseded in its explanation.
     latest_first: bool = True
     # A memory said by the one the question names ("What did Melanie paint?": Melanie's own
-    # turns, by ``source_role``) × (1 + this). LoCoMo: every category up or level at 0.1,
-    # the adversarial questions (which name the wrong speaker) fall from 0.2 on (ADR 0026).
+    # turns, by ``source_role``) × (1 + this). LoCoMo hybrid: every category up or level at
+    # 0.1, the adversarial questions (which name the wrong speaker) fall from 0.2 on; keyword
+    # and vector mode lose them a little already at 0.1 (ADR 0026).
     speaker_boost: float = Field(default=0.1, ge=0, le=10)
     # "auto" mode without vectors: fuse the keyword and entity lists (004's fallback when no
     # embedder works) instead of keyword search alone

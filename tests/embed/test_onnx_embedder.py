@@ -245,6 +245,7 @@ def test_a_folder_exported_before_gets_its_weights_beside_the_graph_once(
     got = OnnxEmbedder("externalized", folder).embed(TEXTS)
     assert np.min(_cosines(got, onnx.embed(TEXTS))) > 1 - 1e-6
 
+
 @pytest.fixture(scope="module")
 def legacy_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A model folder as versions before format 2 exported it: a float32 word table."""

@@ -38,7 +38,7 @@ def exact(store: SQLiteStore, terms: list[str]) -> dict[str, float]:
     scored by every term (no pruning, no bound). The best 1,000: a row further down is in
     no top 10."""
     rows = store.query(
-        "SELECT m.id, f.rel FROM (SELECT rowid, -bm25(memories_fts, ?, ?, ?, ?) AS rel FROM"
+        "SELECT m.id, f.rel FROM (SELECT rowid, -bm25(memories_fts, ?, ?, ?, ?, ?) AS rel FROM"
         " memories_fts WHERE memories_fts MATCH ? ORDER BY rel DESC LIMIT 1000) f"
         " JOIN memories m ON m.seq = f.rowid ORDER BY f.rel DESC",
         [*store._weights, fts_query(terms)])

@@ -125,6 +125,9 @@ class RecallSettings(Section):
     weight_content: float = Field(default=1.0, ge=0)
     weight_tags: float = Field(default=1.5, ge=0)
     weight_source: float = Field(default=0.5, ge=0)
+    # A dialogue turn's context: the words of the turns before it (storage.keyword_context,
+    # ADR 0036). Half a word of the turn's own.
+    weight_context: float = Field(default=0.5, ge=0)
 
     @field_validator("list_weights")
     @classmethod

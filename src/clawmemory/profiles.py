@@ -191,6 +191,7 @@ _AS_SPECIFIED: dict[str, Any] = {
     "recall.neighbour_weight": 0.0,  # ADR 0005: adjacent turns' support
     "recall.session_weight": 0.0,  # ADR 0020: the session's best candidates' support
     "recall.speaker_boost": 0.0,  # ADR 0026: the speaker the question names
+    "storage.keyword_context": False,  # ADR 0036: turns indexed with the words before them
     "recall.relevance_floor": False,  # ADR 0011
     "recall.centre_min_rows": 0,  # ADR 0007: plain cosine
     "embedder.context_turns": 0,  # ADR 0007: each text embedded alone

@@ -73,7 +73,7 @@ def _exact(mem: Memory, query: str) -> list[tuple[str, float]]:
     store = mem.store_backend
     assert isinstance(store, SQLiteStore)
     rows = store.query(
-        "SELECT m.id, -bm25(memories_fts, ?, ?, ?, ?) AS rel FROM memories_fts JOIN memories m"
+        "SELECT m.id, -bm25(memories_fts, ?, ?, ?, ?, ?) AS rel FROM memories_fts JOIN memories m"
         " ON m.seq = memories_fts.rowid WHERE memories_fts MATCH ? ORDER BY rel DESC",
         [*store._weights, fts_query(query.split())])
     return [(r[0], float(r[1])) for r in rows]

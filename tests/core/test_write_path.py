@@ -194,7 +194,9 @@ def test_observe_returns_after_the_write_and_the_vector_follows(tmp_path: Path) 
         assert raw(db, "SELECT COUNT(*) FROM memory_entities WHERE memory_id = ?",
                    (first,))[0][0] >= 1
         assert chain_problems(mem, "s1") == []
-        assert [h.memory.id for h in mem.recall("Tahoe hiking", mode="keyword")] == [first]
+        # The reply is found by the words of the question it answers (ADR 0036), below it.
+        assert [h.memory.id for h in mem.recall("Tahoe hiking", mode="keyword")] == [first,
+                                                                                     second]
         worker = mem.components.worker()
         assert worker is not None and worker.wait_idle(60)
         assert mem.stats()["vectors_queued"] == 0

@@ -33,7 +33,9 @@ FILLER = ["The tram strike is over", "Lunch is served at noon", "The staging ser
 
 
 def _store(mem: Memory) -> list[str]:
-    ids = mem.store_many([{**d, "kind": "episode"} for d in DIALOGUE])
+    # Events of a session, not dialogue turns: a turn's keyword context (ADR 0036) would carry
+    # the marathon's words into the two turns after it, and this is about session support.
+    ids = mem.store_many([{**d, "kind": "event"} for d in DIALOGUE])
     mem.store_many({"content": f, "kind": "fact"} for f in FILLER)
     return ids
 
@@ -92,7 +94,8 @@ def test_the_default_hybrid_recall_on_a_database_file_ranks_the_answer_above_a_l
 ) -> None:
     db = tmp_path / "m.db"
     canteen = {"content": "Ramen is on the canteen menu on Tuesdays", "session_id": "s2"}
-    with Memory.open(db, embedder=default_embedder) as mem:
+    no_context = Settings(db=db, storage={"keyword_context": False})  # as in _store
+    with Memory.open(db, settings=no_context, embedder=default_embedder) as mem:
         _marathon, legs, ramen, lookalike = mem.store_many(
             [{**d, "kind": "episode"} for d in [*DIALOGUE[:3], canteen]])
         mem.store_many({"content": f, "kind": "fact"} for f in FILLER)

@@ -17,7 +17,8 @@ def open_store(settings: Settings, *, create: bool, read_only: bool) -> Store:
     if not create and not path.exists():
         raise NotFoundError(f"no clawmemory store at {path} yet (nothing has been"
                             " stored there; `clawmem add` creates it)")
-    return JSONFileStore(path, weights=keyword_weights(settings))
+    return JSONFileStore(path, weights=keyword_weights(settings),
+                         keyword_context=settings.storage.keyword_context)
 
 
 def parts(store: Store) -> Backend:

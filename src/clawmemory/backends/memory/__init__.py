@@ -14,7 +14,8 @@ __all__ = ["MemoryStore", "in_process_parts", "open_store", "parts"]
 
 
 def open_store(settings: Settings, *, create: bool, read_only: bool) -> Store:
-    return MemoryStore(weights=keyword_weights(settings))
+    return MemoryStore(weights=keyword_weights(settings),
+                       keyword_context=settings.storage.keyword_context)
 
 
 def in_process_parts(store: MemoryStore, name: str) -> Backend:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from clawmemory.backends.base import (
+    CONTEXT_TURNS,
     SUBSTRING_SCAN_ROWS,
     ArchiveEntry,
     Link,
@@ -24,6 +25,8 @@ from clawmemory.backends.base import (
     TextHit,
     Version,
     connected_versions,
+    is_turn,
+    turn_context,
     upsert,
 )
 from clawmemory.errors import StorageError
@@ -32,13 +35,13 @@ from clawmemory.text import phrase_count, tokenize
 
 __all__ = ["MemoryStore"]
 
-_FIELDS = ("key", "content", "tags", "source")
+_FIELDS = ("key", "content", "tags", "source", "context")
 K1, B = 1.2, 0.75
 
 
-def _field_text(r: MemoryRecord) -> dict[str, str]:
+def _field_text(r: MemoryRecord, context: str) -> dict[str, str]:
     return {"key": r.key or "", "content": r.content, "tags": " ".join(r.tags),
-            "source": r.source or ""}
+            "source": r.source or "", "context": context}
 
 
 @dataclass
@@ -52,6 +55,10 @@ class _Namespace:
     links: dict[tuple[str, str], Link] = field(default_factory=dict)
     # provenance index: source id -> ids of the records naming it in source_ids
     derived: defaultdict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    # keyword context (ADR 0036): each session's turns, oldest first, and each turn's context
+    turns: defaultdict[str, builtins.list[str]] = field(
+        default_factory=lambda: defaultdict(builtins.list))
+    context: dict[str, str] = field(default_factory=dict)
 
 
 class MemoryStore:
@@ -59,10 +66,12 @@ class MemoryStore:
 
     backend = "memory"
 
-    def __init__(self, weights: tuple[float, float, float, float] = (2.0, 1.0, 1.5, 0.5)) -> None:
+    def __init__(self, weights: tuple[float, float, float, float, float] = (
+            2.0, 1.0, 1.5, 0.5, 0.5), *, keyword_context: bool = True) -> None:
         self._ns: defaultdict[str, _Namespace] = defaultdict(_Namespace)
         self._lock = threading.RLock()
         self._weights = dict(zip(_FIELDS, weights, strict=True))
+        self._context = keyword_context
         self._counter = 0
         self._closed = False
         self._life = _Lifecycle()  # archive and maintenance runs
@@ -79,7 +88,8 @@ class MemoryStore:
 
     # --- index maintenance ---------------------------------------------------------------------
     def _index(self, ns: _Namespace, r: MemoryRecord) -> None:
-        tf = {f: Counter(tokenize(text)) for f, text in _field_text(r).items()}
+        context = ns.context[r.id] = self._context_of(ns, r)
+        tf = {f: Counter(tokenize(text)) for f, text in _field_text(r, context).items()}
         ns.tf[r.id] = tf
         for source in r.source_ids:
             ns.derived[source].add(r.id)
@@ -96,10 +106,33 @@ class MemoryStore:
                 found.discard(rid)
                 if not found:
                     del ns.derived[source]
+        ns.context.pop(rid, None)
         for f, counts in ns.tf.pop(rid, {}).items():
             ns.field_len[f] -= sum(counts.values())
             for term in counts:
                 ns.postings[term].discard(rid)
+
+    def _context_of(self, ns: _Namespace, r: MemoryRecord) -> str:
+        """A turn's keyword context: the tails of the turns before it in its session."""
+        turns = ns.turns.get(r.session_id or "") if self._context and is_turn(r) else None
+        if not turns or r.id not in turns:
+            return ""
+        at = turns.index(r.id)
+        return turn_context([ns.records[t].content for t in reversed(turns[:at])])
+
+    def _requote(self, ns: _Namespace, session: str, after: int) -> None:
+        """Index again the turns of ``session`` from position ``after`` on that quote a turn
+        which went or changed: no forgotten word stays in their context."""
+        for rid in ns.turns.get(session, [])[after: after + CONTEXT_TURNS]:
+            self._unindex(ns, rid)
+            self._index(ns, ns.records[rid])
+
+    def _drop_turn(self, ns: _Namespace, r: MemoryRecord) -> None:
+        turns = ns.turns.get(r.session_id or "")
+        if turns and r.id in turns:
+            at = turns.index(r.id)
+            turns.pop(at)
+            self._requote(ns, r.session_id or "", at)
 
     def _write(self, r: MemoryRecord) -> None:
         ns = self._ns[r.namespace]
@@ -108,13 +141,21 @@ class MemoryStore:
             self._unindex(ns, r.id)
             if old.key and ns.by_key.get(old.key) == r.id:
                 del ns.by_key[old.key]
+            if (old.session_id, is_turn(old)) != (r.session_id, is_turn(r)):
+                self._drop_turn(ns, old)
         else:
             self._counter += 1
             ns.seq[r.id] = self._counter
+        if self._context and is_turn(r) and r.id not in ns.turns[r.session_id or ""]:
+            ns.turns[r.session_id or ""].append(r.id)
         ns.records[r.id] = r
         if r.key:
             ns.by_key[r.key] = r.id
         self._index(ns, r)
+        if old is not None and old.content != r.content and is_turn(r):
+            turns = ns.turns.get(r.session_id or "", [])
+            if r.id in turns:
+                self._requote(ns, r.session_id or "", turns.index(r.id) + 1)
 
     # --- records -------------------------------------------------------------------------------
     def key_holder(self, namespace: str, key: str) -> MemoryRecord | None:
@@ -213,6 +254,7 @@ class MemoryStore:
                     continue
                 removed += 1
                 self._unindex(ns, rid)
+                self._drop_turn(ns, r)
                 del ns.records[rid]
                 ns.seq.pop(rid, None)
                 if r.key and ns.by_key.get(r.key) == rid:
@@ -281,8 +323,9 @@ class MemoryStore:
                 idf = max(math.log((n - len(freqs) + 0.5) / (len(freqs) + 0.5)), 1e-6)
                 for rid, freq in freqs.items():
                     scores[rid] += idf * self._term_weight(ns.tf[rid], freq, avg)
+            # A score of 0: only a field weighted 0 (a turn's context) held the terms.
             hits = [TextHit(_info(ns.records[rid]), s) for rid, s in scores.items()
-                    if flt.matches(ns.records[rid])]
+                    if s > 0 and flt.matches(ns.records[rid])]
             hits.sort(key=lambda h: (-h.relevance, -ns.seq[h.info.id]))
             return hits[:limit]
 
@@ -311,7 +354,7 @@ class MemoryStore:
         holders = set.intersection(*(ns.postings.get(t, set()) for t in toks))
         out = {}
         for rid in holders:
-            text = _field_text(ns.records[rid])
+            text = _field_text(ns.records[rid], ns.context.get(rid, ""))
             freqs = {f: phrase_count(tokenize(text[f]), toks) for f in _FIELDS}
             if any(freqs.values()):
                 out[rid] = freqs
@@ -402,8 +445,9 @@ class MemoryStore:
         # The archive is a second store of the same kind: the same BM25 index, so archive
         # search ranks as recall does. Built on first use (a store cannot build one in __init__).
         if self._life.store is None:
-            w = self._weights
-            self._life.store = MemoryStore((w["key"], w["content"], w["tags"], w["source"]))
+            w = self._weights  # archived turns are found by their own words only
+            self._life.store = MemoryStore(
+                (w["key"], w["content"], w["tags"], w["source"], 0.0), keyword_context=False)
         return self._life.store
 
     def archive(self, namespace: str, ids: Sequence[str], *, at: float) -> int:
@@ -567,5 +611,8 @@ def _copy(ns: _Namespace) -> _Namespace:
         set, {t: set(s) for t, s in ns.postings.items()})
     derived: defaultdict[str, set[str]] = defaultdict(
         set, {t: set(s) for t, s in ns.derived.items()})
+    turns: defaultdict[str, builtins.list[str]] = defaultdict(
+        builtins.list, {t: list(ids) for t, ids in ns.turns.items()})
     return _Namespace(dict(ns.records), dict(ns.by_key), dict(ns.seq), dict(ns.tf), postings,
-                      defaultdict(int, ns.field_len), dict(ns.links), derived)
+                      defaultdict(int, ns.field_len), dict(ns.links), derived, turns,
+                      dict(ns.context))

@@ -26,7 +26,7 @@ def open_store(settings: Settings, *, create: bool, read_only: bool) -> Store:
                           " (--db / CLAWMEM_DB)")
     options = PostgresOptions(**settings.postgres.model_dump())
     return PostgresStore(settings.db, options=options, read_only=read_only, create=create,
-                         weights=keyword_weights(settings))
+                         weights=keyword_weights(settings)[:4])
 
 
 class _Rows:

@@ -22,7 +22,8 @@ __all__ = ["SQLiteStore", "open_store", "parts"]
 def open_store(settings: Settings, *, create: bool, read_only: bool) -> Store:
     return SQLiteStore(settings.resolved_db(), busy_timeout_ms=settings.storage.busy_timeout_ms,
                        weights=keyword_weights(settings), create=create, read_only=read_only,
-                       keyword_candidates=settings.storage.keyword_candidates)
+                       keyword_candidates=settings.storage.keyword_candidates,
+                       keyword_context=settings.storage.keyword_context)
 
 
 class _Rows:

@@ -39,10 +39,11 @@ Query = Callable[..., builtins.list[tuple[Any, ...]]]  # (sql, args=()) -> rows
 
 class KeywordSearch:
     """The SQLite store's keyword search, over the store's ``query`` (its one connection and
-    lock). ``weights``: BM25's field weights; ``keyword_candidates``: at most this many rows
-    ranked once more match. Remembers the terms' capped counts."""
+    lock). ``weights``: BM25's field weights (key, content, tags, source, a turn's context:
+    ``rel > 0`` drops the rows only a context weighted 0 matched); ``keyword_candidates``: at
+    most this many rows ranked once more match. Remembers the terms' capped counts."""
 
-    def __init__(self, query: Query, weights: tuple[float, float, float, float],
+    def __init__(self, query: Query, weights: tuple[float, float, float, float, float],
                  keyword_candidates: int) -> None:
         self.query = query
         self._weights = weights
@@ -83,9 +84,9 @@ class KeywordSearch:
             # (as_of, created_since...) the planner drove the join from the memories' index
             # and ran the match once per row (LoCoMo, 600 rows: 20 ms -> 430 ms).
             rows = self.query(
-                f"SELECT {RANK_SELECT}, -bm25(memories_fts, ?, ?, ?, ?) AS rel FROM memories_fts"
-                f" CROSS JOIN memories m ON m.seq = memories_fts.rowid"
-                f" WHERE memories_fts MATCH ? AND {where} ORDER BY rel DESC LIMIT ?",
+                f"SELECT {RANK_SELECT}, -bm25(memories_fts, ?, ?, ?, ?, ?) AS rel FROM"
+                f" memories_fts CROSS JOIN memories m ON m.seq = memories_fts.rowid"
+                f" WHERE memories_fts MATCH ? AND rel > 0 AND {where} ORDER BY rel DESC LIMIT ?",
                 [*self._weights, whole, *args, limit],
             )
             found = {r[0]: r for r in rows}
@@ -125,8 +126,8 @@ class KeywordSearch:
         best: dict[Any, Any] = {}
         for e in exprs:
             for seq, score in self.query(
-                "SELECT rowid, -bm25(memories_fts, ?, ?, ?, ?) AS rel FROM memories_fts"
-                f" WHERE memories_fts MATCH ?{bound} ORDER BY rel DESC LIMIT ?",
+                "SELECT rowid, -bm25(memories_fts, ?, ?, ?, ?, ?) AS rel FROM memories_fts"
+                f" WHERE memories_fts MATCH ?{bound} AND rel > 0 ORDER BY rel DESC LIMIT ?",
                 [*self._weights, e, *floor, inner]):
                 # A row of the first statement has its exact score; the second statement's
                 # would leave out the other terms'. A row holding another term that the

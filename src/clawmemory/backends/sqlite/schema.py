@@ -14,6 +14,7 @@ from collections.abc import Callable
 from importlib import resources
 from typing import Any, Protocol
 
+from clawmemory.backends.sqlite.context import add_keyword_context
 from clawmemory.errors import SchemaError, StorageError
 
 __all__ = [
@@ -151,6 +152,7 @@ def _seq_autoincrement(c: Any) -> None:
 # Steps that are code, not a .sql file: (version, name, function of the connection).
 STEPS: tuple[tuple[int, str, Step], ...] = (
     (9, "009_seq_autoincrement", _seq_autoincrement),
+    (15, "015_keyword_context", add_keyword_context),
 )
 
 

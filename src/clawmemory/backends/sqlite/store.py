@@ -31,10 +31,12 @@ from clawmemory.backends.base import (
     StoreStats,
     TextHit,
     Version,
+    is_turn,
     order_versions,
     upsert,
 )
 from clawmemory.backends.sqlite import schema
+from clawmemory.backends.sqlite.context import INSERT_IN_CONTEXT
 from clawmemory.backends.sqlite.keyword import KeywordSearch
 from clawmemory.backends.sqlite.readers import ReaderPool
 from clawmemory.backends.sqlite.sql import (
@@ -109,21 +111,24 @@ class SQLiteStore:
         path: str | Path,
         *,
         busy_timeout_ms: int = 5000,
-        weights: tuple[float, float, float, float] = (2.0, 1.0, 1.5, 0.5),
+        weights: tuple[float, float, float, float, float] = (2.0, 1.0, 1.5, 0.5, 0.5),
         create: bool = True,
         read_only: bool = False,
         keyword_candidates: int = 5000,
+        keyword_context: bool = True,
     ) -> None:
         """Open the store at ``path``. ``create=False``: a missing or empty file is an error
         instead of a new store (read-only commands never create one). ``read_only``: open the
         file for reading only; a file the OS will not let us write is opened that way too.
         ``keyword_candidates``: at most this many rows ranked per keyword search once more
-        match (keyword.py)."""
+        match (keyword.py). ``keyword_context``: index each new dialogue turn with the words
+        of the turns before it (context.py)."""
         apsw = _apsw()
         self.path = Path(path)
         self._busy = (apsw.BusyError, apsw.LockedError)
         self._error = apsw.Error
         self._weights = weights
+        self._context = keyword_context
         self._lock = threading.RLock()
         self._depth = 0  # nesting of write() in the thread holding the lock
         self._writer: int | None = None  # the thread inside write(): it reads its own writes
@@ -301,7 +306,11 @@ class SQLiteStore:
         return rows[0] if rows else None
 
     def insert_new(self, record: MemoryRecord) -> None:
-        self.conn.execute(INSERT, record_values(record))
+        if self._context and is_turn(record):
+            self.conn.execute(INSERT_IN_CONTEXT, [*record_values(record), record.namespace,
+                                                  record.session_id])
+        else:
+            self.conn.execute(INSERT, record_values(record))
 
     def _upsert(self, record: MemoryRecord, skip_existing: bool) -> tuple[MemoryRecord, bool]:
         return upsert(self, record, skip_existing)
@@ -689,7 +698,7 @@ class SQLiteStore:
             "SELECT a.record FROM memories_archive_fts JOIN memories_archive a"
             " ON a.seq = memories_archive_fts.rowid WHERE memories_archive_fts MATCH ? AND"
             " a.namespace = ? ORDER BY bm25(memories_archive_fts, ?, ?, ?, ?), a.seq DESC"
-            " LIMIT ?", [fts_query(terms), namespace, *self._weights, limit])
+            " LIMIT ?", [fts_query(terms), namespace, *self._weights[:4], limit])
         return [MemoryRecord.from_dict(json.loads(r[0])) for r in rows]
 
     def archive_count(self, namespace: str) -> int:

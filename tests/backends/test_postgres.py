@@ -338,7 +338,8 @@ def test_migrations_are_recorded_once_and_a_foreign_schema_is_refused(
                                        (3, "003_event_time_index.sql"), (4, "004_api_keys.sql"),
                                        (5, "005_entity_links_by_recency.sql"),
                                        (6, "006_no_text_in_statistics.sql"),
-                                       (7, "007_narrative_and_task.sql")]
+                                       (7, "007_narrative_and_task.sql"),
+                                       (8, "008_keyword_context.sql")]
     other = postgres_url(request, tmp_path / "other")
     with psycopg.connect(other, autocommit=True) as conn:
         conn.execute("CREATE TABLE invoices (id int)")
@@ -370,7 +371,30 @@ def test_a_schema_from_before_narrative_and_task_upgrades_in_place(
         names = {r[0] for r in conn.execute(
             "SELECT indexname FROM pg_indexes WHERE tablename = 'memories'")}
         assert {"memories_ns_narrative", "memories_ns_task"} <= names
-        assert conn.execute("SELECT max(version) FROM schema_version").fetchone() == (7,)
+        assert conn.execute("SELECT max(version) FROM schema_version").fetchone() == (8,)
+
+
+def test_a_schema_from_before_keyword_context_gives_its_turns_their_context(
+        url: str, clock: Clock) -> None:
+    """Migration 008 on a schema at version 7 holding a dialogue: each turn gets the words of
+    the turns before it (ADR 0036), and a turn forgotten afterwards leaves the next one's."""
+    no_model = Settings(embedder={"provider": "none"})
+    with Memory(PostgresStore(url), no_model, clock=clock) as mem:
+        asked, answered = mem.store_many([
+            {"content": "Did you go camping?", "kind": "episode", "session_id": "s"},
+            {"content": "Yes, twice!", "kind": "episode", "session_id": "s"}])
+    with psycopg.connect(url) as conn:  # back to schema 7, the dialogue kept
+        conn.execute("DROP TRIGGER memories_requote_ad ON memories")
+        conn.execute("DROP TRIGGER memories_requote_au ON memories")
+        conn.execute("DROP FUNCTION clawmem_requote(), clawmem_turn_context(text, text, bigint)")
+        conn.execute("ALTER TABLE memories DROP COLUMN keyword_context, DROP COLUMN fts_context")
+        conn.execute("DELETE FROM schema_version WHERE version = 8")
+    with Memory(PostgresStore(url), no_model, clock=clock) as mem:
+        assert [h.memory.id for h in mem.recall("camping", mode="keyword")] == [asked, answered]
+        mem.forget(asked)
+        assert mem.recall("camping", mode="keyword") == []
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SELECT keyword_context FROM memories").fetchall() == [("",)]
 
 
 def test_read_commands_create_nothing(url: str) -> None:

@@ -1,7 +1,7 @@
 """Keyword context (ADR 0036): a dialogue turn is keyword-indexed with the tails of the turns
 before it in its session, so "Yes, twice last month!" is found by a question about camping
-when the turn before it asked about camping. On the backends that index it (SQLite, memory,
-JSON); forgetting or editing a quoted turn takes its words out of the later turns' index."""
+when the turn before it asked about camping. On every backend; forgetting or editing a quoted
+turn takes its words out of the later turns' index."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from clawmemory.backends.sqlite.store import SQLiteStore
 from clawmemory.config import Settings
 from conftest import Clock, backend_params, old_database
 
-CONTEXT_BACKENDS = backend_params("sqlite", "memory", "json")
+CONTEXT_BACKENDS = backend_params()  # every backend
 NO_MODEL = Settings(embedder={"provider": "none"})
 
 
@@ -63,6 +63,16 @@ def test_forgetting_or_editing_a_turn_takes_its_words_out_of_the_next_turns(
     assert _found(mem, "camping") == set()
     assert _found(mem, "kids") == set()
     assert _found(mem, "twice") == {answered, third}  # the next turn now quotes the one left
+
+
+@pytest.mark.parametrize("backend", CONTEXT_BACKENDS, indirect=True)
+def test_a_long_batch_of_turns_gets_its_context_too(mem: Memory) -> None:
+    """PostgreSQL writes a batch of 50 or more in one statement, then gives its turns their
+    context."""
+    ids = mem.store_many({"content": f"turn {i} mentions word{i}", "kind": "episode",
+                          "session_id": "long"} for i in range(60))
+    assert _found(mem, "word57") == set(ids[57:60])
+    assert _found(mem, "word0") == set(ids[:3])
 
 
 @pytest.mark.parametrize("make", [

@@ -26,7 +26,8 @@ def open_store(settings: Settings, *, create: bool, read_only: bool) -> Store:
                           " (--db / CLAWMEM_DB)")
     options = PostgresOptions(**settings.postgres.model_dump())
     return PostgresStore(settings.db, options=options, read_only=read_only, create=create,
-                         weights=keyword_weights(settings)[:4])
+                         weights=keyword_weights(settings),
+                         keyword_context=settings.storage.keyword_context)
 
 
 class _Rows:

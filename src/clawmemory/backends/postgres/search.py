@@ -44,7 +44,7 @@ SIZE_TTL_S = 5.0
 
 class SearchMixin:
     if TYPE_CHECKING:
-        _weights: tuple[float, float, float, float]
+        _weights: tuple[float, float, float, float, float]
         _term_counts: dict[str, tuple[int, int]]
         options: PostgresOptions
 
@@ -55,8 +55,8 @@ class SearchMixin:
     def _rank_weights(self) -> tuple[builtins.list[float], float]:
         """ts_rank's weight array {D, C, B, A} = {source, content, tags, key}, scaled into
         (0, 1] as ts_rank requires, and the factor that scales the rank back."""
-        key, content, tags, source = self._weights
-        top = max(self._weights) or 1.0
+        key, content, tags, source, _ = self._weights
+        top = max(self._weights[:4]) or 1.0
         return [max(w / top, 1e-6) for w in (source, content, tags, key)], top
 
     def _table_size(self) -> int:
@@ -159,17 +159,24 @@ class SearchMixin:
         ``cap`` rows are the first the index gives, in no particular order: ranking costs a
         read of each row, so the work is bounded whatever the words."""
         weights, top = self._rank_weights()
+        context = self._weights[4] / top  # a turn's context (ADR 0036): its own tsvector
         where, args = filter_sql(namespace, flt)
         qs = ", ".join(f"phraseto_tsquery('clawmem', %s) AS q{i}" for i in range(len(terms)))
-        score = " + ".join(f"%s * ts_rank(%s::real[], m.fts, q.q{i}, 1)"
-                           for i in range(len(terms)))
+        def ranked(i: int) -> str:
+            own = f"ts_rank(%s::real[], m.fts, q.q{i}, 1)"
+            return own if not context else \
+                f"{own} + %s * ts_rank('{{1,1,1,1}}'::real[], m.fts_context, q.q{i}, 1)"
+
+        score = " + ".join(f"%s * ({ranked(i)})" for i in range(len(terms)))
         score_args: builtins.list[Any] = []
         for i in range(len(terms)):
-            score_args += [idf[i] * top, weights]
+            score_args += [idf[i] * top, weights, *([context] if context else [])]
         joined = f" {'||' if match[0] == '|' else '&&'} ".join(f"q.q{i}" for i in match[1])
+        found = f"(m.fts @@ ({joined}) OR m.fts_context @@ ({joined}))" if context else \
+            f"m.fts @@ ({joined})"
         return self.query(
             f"SELECT * FROM (SELECT {RANK_SELECT}, ({score}) AS rel, m.seq FROM (SELECT {qs}) q,"
-            f" memories m WHERE m.fts @@ ({joined}) AND {where} LIMIT %s) s"
+            f" memories m WHERE {found} AND {where} LIMIT %s) s"
             " ORDER BY rel DESC, seq DESC LIMIT %s",
             [*score_args, *terms, *args, cap, limit])
 

@@ -22,8 +22,8 @@ from clawmemory.backends.base import RankInfo, TextHit, time_sql
 from clawmemory.model import Filter, MemoryRecord
 
 __all__ = [
-    "COLUMNS", "FTS_EXPR", "INSERT", "INSERT_MANY", "ORDER_SQL", "RANK_COLUMNS", "RANK_SELECT",
-    "SELECT", "UPDATE",
+    "COLUMNS", "FILL_CONTEXT", "FTS_EXPR", "INSERT", "INSERT_IN_CONTEXT", "INSERT_MANY",
+    "ORDER_SQL", "RANK_COLUMNS", "RANK_SELECT", "SELECT", "UPDATE",
     "canonical_json", "filter_sql", "fold", "fts_args", "many_values", "meta_cmp", "rank_hit",
     "record_values", "row_to_record",
 ]
@@ -45,6 +45,21 @@ _MARKS = ", ".join(["%s"] * len(COLUMNS))
 INSERT = (
     f"INSERT INTO memories ({', '.join(COLUMNS)}, meta_cmp, fts) VALUES ({_MARKS}, %s,"
     f" {FTS_EXPR})"
+)
+# A new turn with its keyword context (migration 008): the tails of the turns before it, the
+# newest of its session (seq < the largest bigint).
+INSERT_IN_CONTEXT = (
+    f"INSERT INTO memories ({', '.join(COLUMNS)}, meta_cmp, fts, keyword_context, fts_context)"
+    f" SELECT {_MARKS}, %s, {FTS_EXPR}, c.ctx, to_tsvector('clawmem', c.ctx) FROM (SELECT"
+    " clawmem_turn_context(%s, %s, 9223372036854775807) AS ctx) c"
+)
+# The turns of a batch written in one statement (INSERT_MANY), given their context afterwards:
+# a statement does not see its own rows.
+FILL_CONTEXT = (
+    "UPDATE memories m SET keyword_context = c.ctx, fts_context = to_tsvector('clawmem', c.ctx)"
+    " FROM (SELECT seq, clawmem_turn_context(namespace, session_id, seq) AS ctx FROM memories"
+    " WHERE namespace = %s AND id = ANY(%s) AND kind = 'episode' AND session_id IS NOT NULL"
+    " AND key IS NULL) c WHERE m.seq = c.seq AND c.ctx <> ''"
 )
 UPDATE = (
     "UPDATE memories SET "

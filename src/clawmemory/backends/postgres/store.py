@@ -26,12 +26,14 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from clawmemory.backends.base import Link, StoreStats, upsert
+from clawmemory.backends.base import Link, StoreStats, is_turn, upsert
 from clawmemory.backends.postgres import schema
 from clawmemory.backends.postgres.lifecycle import LifecycleMixin
 from clawmemory.backends.postgres.search import SearchMixin
 from clawmemory.backends.postgres.sql import (
+    FILL_CONTEXT,
     INSERT,
+    INSERT_IN_CONTEXT,
     INSERT_MANY,
     ORDER_SQL,
     SELECT,
@@ -96,9 +98,10 @@ class PostgresStore(SearchMixin, LifecycleMixin):
         url: str,
         *,
         options: PostgresOptions | None = None,
-        weights: tuple[float, float, float, float] = (2.0, 1.0, 1.5, 0.5),
+        weights: tuple[float, float, float, float, float] = (2.0, 1.0, 1.5, 0.5, 0.5),
         read_only: bool = False,
         create: bool = True,
+        keyword_context: bool = True,
     ) -> None:
         psycopg, pool_mod = _driver()
         self.url = url
@@ -106,6 +109,7 @@ class PostgresStore(SearchMixin, LifecycleMixin):
         self.options = options or PostgresOptions()
         self.read_only = read_only
         self._weights = weights
+        self._context = keyword_context  # index turns with the words before them (ADR 0036)
         self._error = psycopg.Error
         self._local = threading.local()
         self._term_counts: dict[str, tuple[int, int]] = {}
@@ -220,7 +224,11 @@ class PostgresStore(SearchMixin, LifecycleMixin):
         return rows[0] if rows else None
 
     def insert_new(self, record: MemoryRecord) -> None:
-        self.execute(INSERT, record_values(record))
+        if self._context and is_turn(record):
+            self.execute(INSERT_IN_CONTEXT, [*record_values(record), record.namespace,
+                                             record.session_id])
+        else:
+            self.execute(INSERT, record_values(record))
 
     def _upsert(self, record: MemoryRecord, skip_existing: bool) -> tuple[MemoryRecord, bool]:
         return upsert(self, record, skip_existing)
@@ -248,6 +256,9 @@ class PostgresStore(SearchMixin, LifecycleMixin):
                 results = [self._upsert(r, skip_existing_keys) for r in records]
             else:  # a batch without keys: one statement, no key look-ups
                 self.execute(INSERT_MANY, many_values(records))
+                turns = [r.id for r in records if is_turn(r)] if self._context else []
+                if turns:
+                    self.execute(FILL_CONTEXT, [records[0].namespace, turns])
                 results = [(r, True) for r in records]
             stored_id = {r.id: res.id for r, (res, _) in zip(records, results, strict=True)}
             pairs = []

@@ -31,13 +31,13 @@ ANSWERS = [  # one per EXAMPLES entry, in order
     "Stored memory [id:{new}] [fact] The CI runs on Fridays (key: ci; tags: ci); linked to "
     "project-setup",
     "- [id:{python-version}] [fact] Project uses Python 3.12 (key: python-version; tags: python;"
-    " relevance: 1.01)\n"
-    "  why: matched python; keyword[rank=1 bm25=1.014]; reinforcement×1; recency×1; "
-    "confidence×1; = 1.014\n"
+    " relevance: 1.03)\n"
+    "  why: matched python; keyword[rank=1 bm25=1.03]; reinforcement×1; recency×1; "
+    "confidence×1; = 1.03\n"
     "- [id:{project-setup}] [fact] Project setup uses uv and Python (key: project-setup;"
-    " relevance: 0.578)\n"
-    "  why: matched python; keyword[rank=2 bm25=0.5775]; reinforcement×1; recency×1; "
-    "confidence×1; = 0.5775",
+    " relevance: 0.602)\n"
+    "  why: matched python; keyword[rank=2 bm25=0.6023]; reinforcement×1; recency×1; "
+    "confidence×1; = 0.6023",
     "[id:{python-version}] [fact] Project uses Python 3.12 (key: python-version; tags: python)",
     "4 memories; showing 1-2:\n"
     "- [id:{alice-apollo}] [fact] Alice works on Project Apollo (key: alice-apollo)\n"

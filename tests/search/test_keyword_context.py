@@ -44,6 +44,10 @@ def test_a_turn_is_found_by_the_words_of_the_turn_before_it(
     hits = mem.recall("camping", mode="keyword", limit=20)
     assert [h.memory.id for h in hits] == [asked, answered]  # its own words rank first
     assert hits[0].score > hits[1].score
+    # The explanation says how the reply was found: no word of its own, via its context.
+    assert (hits[0].explain.via, hits[0].explain.matched_terms) == (None, ("camping",))
+    assert (hits[1].explain.via, hits[1].explain.matched_terms) == ("context", ())
+    assert "via context" in str(hits[1].explain)
     # Not a session's first turn, not a turn of another session, not a keyed episode.
     keyed = mem.store("camping gear list", kind="episode", session_id="s2", key="gear")
     assert _found(mem, "sunrise") == {elsewhere}

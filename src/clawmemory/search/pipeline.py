@@ -651,11 +651,13 @@ class Retriever:
                 stems = set(tokens) if phrases else stems_starting(text, initials)
                 words = [t for t, tt in term_tokens
                          if (phrase_count(tokens, tt) if len(tt) > 1 else tt[0] in stems)]
+            e = h.explain
+            if not (fallback or words or e.via) and "keyword" in e.lists and r.session_id:
+                e = replace(e, via="context")  # the turns before it hold the words (ADR 0036)
             if r.id in entity_names and "entity" in h.explain.lists:
                 words.append(f"entity:{entity_names[r.id]}")
             at = event_or_created(r)
             words.extend(f"time:{p.text}" for p in periods if p.start <= at < p.end)
-            e = h.explain
             out.append(
                 Hit(
                     r,

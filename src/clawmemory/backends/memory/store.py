@@ -115,10 +115,14 @@ class MemoryStore:
     def _context_of(self, ns: _Namespace, r: MemoryRecord) -> str:
         """A turn's keyword context: the tails of the turns before it in its session."""
         turns = ns.turns.get(r.session_id or "") if self._context and is_turn(r) else None
-        if not turns or r.id not in turns:
+        if not turns:
             return ""
-        at = turns.index(r.id)
-        return turn_context([ns.records[t].content for t in reversed(turns[:at])])
+        # A new turn is the last of its session: no search through a long one.
+        at = len(turns) - 1 if turns[-1] == r.id else turns.index(r.id) if r.id in turns else -1
+        if at < 0:
+            return ""
+        before = turns[max(at - CONTEXT_TURNS, 0):at]
+        return turn_context([ns.records[t].content for t in reversed(before)])
 
     def _requote(self, ns: _Namespace, session: str, after: int) -> None:
         """Index again the turns of ``session`` from position ``after`` on that quote a turn
@@ -146,7 +150,8 @@ class MemoryStore:
         else:
             self._counter += 1
             ns.seq[r.id] = self._counter
-        if self._context and is_turn(r) and r.id not in ns.turns[r.session_id or ""]:
+        if self._context and is_turn(r) and (old is None or r.id not in ns.turns[
+                r.session_id or ""]):
             ns.turns[r.session_id or ""].append(r.id)
         ns.records[r.id] = r
         if r.key:

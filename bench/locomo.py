@@ -264,6 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
     p.add_argument("--pg-url", default=None,
                    help="PostgreSQL server for --backend postgres (default: start one)")
+    p.add_argument("--pg-schema", default=None,
+                   help="PostgreSQL: fill and keep this schema; a later run measures it again")
     qa = p.add_argument_group("question answering (needs an LLM endpoint)")
     qa.add_argument("--llm", action="store_true",
                     help="answer each question from recalled memories; score with an LLM judge")

@@ -95,8 +95,8 @@ class StorageSettings(Section):
     # data/memory/fact/...); other namespaces' in mirror_dir/.namespaces/NAME.
     mirror_flat: bool = False
     sequence_links: bool = True  # link each episode to the previous turn of its session
-    # Keyword-index each dialogue turn with the tails of the 3 turns before it in its session
-    # (SQLite and the in-process stores; ADR 0036), weighted recall.weight_context.
+    # Keyword-index each dialogue turn with the tails of the 2 turns before it in its session
+    # (every backend; ADR 0036), weighted recall.weight_context.
     keyword_context: bool = True
     # single: one database (db); per-agent: one per agent (agents.NAME.data_dir/memory.db, 001)
     layout: Literal["single", "per-agent"] = "single"

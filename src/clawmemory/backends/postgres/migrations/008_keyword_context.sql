@@ -1,7 +1,7 @@
 -- PostgreSQL 008: keyword context (ADR 0036; SQLite's migration 015). A dialogue turn (an
 -- episode with a session and no key) is keyword-indexed with the last 100 characters of each
 -- of the two turns before it in its session: the text in keyword_context, its words in
--- fts_context (its own GIN index; ranked beside fts, weighted recall.weight_context). Written
+-- fts_context (its own GIN index; ranked with fts as one vector: search.py). Written
 -- with the turn (backends/postgres/sql.py INSERT_IN_CONTEXT) and rewritten by the triggers
 -- below for the turns after one that is deleted (forgotten, expired, archived) or edited, so
 -- no forgotten word stays in a later turn. Neither column keeps planner statistics (006).

@@ -126,8 +126,9 @@ class RecallSettings(Section):
     weight_tags: float = Field(default=1.5, ge=0)
     weight_source: float = Field(default=0.5, ge=0)
     # A dialogue turn's context: the words of the turns before it (storage.keyword_context,
-    # ADR 0036). Half a word of the turn's own.
-    weight_context: float = Field(default=0.5, ge=0)
+    # ADR 0036), 0.3 of a word of the turn's own (swept 0.15-0.7 on LoCoMo and LongMemEval).
+    # PostgreSQL ranks it with weight_source: ts_rank has four weight labels.
+    weight_context: float = Field(default=0.3, ge=0)
 
     @field_validator("list_weights")
     @classmethod

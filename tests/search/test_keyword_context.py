@@ -38,7 +38,7 @@ def _found(mem: Memory, query: str) -> set[str]:
 def test_a_turn_is_found_by_the_words_of_the_turn_before_it(
     mem: Memory, settings: Settings
 ) -> None:
-    assert settings.recall.weight_context == 0.5  # the shipped defaults
+    assert settings.recall.weight_context == 0.3  # the shipped defaults
     assert settings.storage.keyword_context is True
     asked, answered, elsewhere = _dialogue(mem)
     hits = mem.recall("camping", mode="keyword", limit=20)

@@ -67,7 +67,7 @@ class MemoryStore:
     backend = "memory"
 
     def __init__(self, weights: tuple[float, float, float, float, float] = (
-            2.0, 1.0, 1.5, 0.5, 0.5), *, keyword_context: bool = True) -> None:
+            2.0, 1.0, 1.5, 0.5, 0.3), *, keyword_context: bool = True) -> None:
         self._ns: defaultdict[str, _Namespace] = defaultdict(_Namespace)
         self._lock = threading.RLock()
         self._weights = dict(zip(_FIELDS, weights, strict=True))

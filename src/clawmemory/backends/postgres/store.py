@@ -98,7 +98,7 @@ class PostgresStore(SearchMixin, LifecycleMixin):
         url: str,
         *,
         options: PostgresOptions | None = None,
-        weights: tuple[float, float, float, float, float] = (2.0, 1.0, 1.5, 0.5, 0.5),
+        weights: tuple[float, float, float, float, float] = (2.0, 1.0, 1.5, 0.5, 0.3),
         read_only: bool = False,
         create: bool = True,
         keyword_context: bool = True,

@@ -111,7 +111,7 @@ class SQLiteStore:
         path: str | Path,
         *,
         busy_timeout_ms: int = 5000,
-        weights: tuple[float, float, float, float, float] = (2.0, 1.0, 1.5, 0.5, 0.5),
+        weights: tuple[float, float, float, float, float] = (2.0, 1.0, 1.5, 0.5, 0.3),
         create: bool = True,
         read_only: bool = False,
         keyword_candidates: int = 5000,

@@ -5,15 +5,13 @@ turn takes its words out of the later turns' index."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import apsw
 import pytest
 
 from clawmemory import Memory
-from clawmemory.backends.base import CONTEXT_CHARS, Store, turn_context
-from clawmemory.backends.memory.store import MemoryStore
+from clawmemory.backends.base import CONTEXT_CHARS, turn_context
 from clawmemory.backends.sqlite.store import SQLiteStore
 from clawmemory.config import Settings
 from conftest import Clock, backend_params, old_database
@@ -79,14 +77,12 @@ def test_a_long_batch_of_turns_gets_its_context_too(mem: Memory) -> None:
     assert _found(mem, "word0") == set(ids[:3])
 
 
-@pytest.mark.parametrize("make", [
-    lambda path: SQLiteStore(path / "w.db", weights=(2.0, 1.0, 1.5, 0.5, 0.0)),
-    lambda path: MemoryStore(weights=(2.0, 1.0, 1.5, 0.5, 0.0)),
-], ids=["sqlite", "memory"])
-def test_a_context_weighted_zero_finds_nothing(
-    tmp_path: Path, clock: Clock, make: Callable[[Path], Store]
-) -> None:
-    with Memory(make(tmp_path), NO_MODEL, clock=clock) as mem:
+@pytest.mark.parametrize("kind", ["sqlite", "memory"])
+def test_a_context_weighted_zero_finds_nothing(tmp_path: Path, clock: Clock, kind: str) -> None:
+    cfg = NO_MODEL.model_copy(update={
+        "backend": kind, "db": tmp_path / "w.db" if kind == "sqlite" else None,
+        "recall": NO_MODEL.recall.model_copy(update={"weight_context": 0.0})})
+    with Memory.open(settings=cfg, clock=clock) as mem:
         asked, _, _ = _dialogue(mem)
         assert _found(mem, "camping") == {asked}
 
@@ -109,10 +105,9 @@ def test_the_context_is_the_tails_of_the_two_turns_before(tmp_path: Path, clock:
 
 
 def test_a_store_switched_off_writes_no_context(tmp_path: Path, clock: Clock) -> None:
-    off = NO_MODEL.model_copy(update={"storage": NO_MODEL.storage.model_copy(
-        update={"keyword_context": False})})
-    store = SQLiteStore(tmp_path / "off.db", keyword_context=False)
-    with Memory(store, off, clock=clock) as mem:
+    off = NO_MODEL.model_copy(update={"db": tmp_path / "off.db", "storage": NO_MODEL.storage
+                                      .model_copy(update={"keyword_context": False})})
+    with Memory.open(settings=off, clock=clock) as mem:
         asked, _, _ = _dialogue(mem)
         assert _found(mem, "camping") == {asked}
 

@@ -529,7 +529,8 @@ class Backend:
 # Keyword context (ADR 0036): a dialogue turn is keyword-indexed, as a field of its own, with the
 # last CONTEXT_CHARS characters of each of the CONTEXT_TURNS turns before it in its session.
 # Measured on LoCoMo and LongMemEval: two turns' tails of 100 characters (~16 words) lift both;
-# whole turns, or three, drown LongMemEval's long assistant turns in their neighbours' words.
+# whole turns, or tails of 150-200 characters, drown LongMemEval's long assistant turns in their
+# neighbours' words (ADR 0036).
 CONTEXT_TURNS = 2
 CONTEXT_CHARS = 100
 

@@ -27,7 +27,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from clawmemory.backends.base import RankInfo, Store, TextHit
+from clawmemory.backends.base import RankInfo, Store, TextHit, is_turn
 from clawmemory.config import RecallSettings, TimeSettings
 from clawmemory.model import (
     Explanation,
@@ -652,7 +652,7 @@ class Retriever:
                 words = [t for t, tt in term_tokens
                          if (phrase_count(tokens, tt) if len(tt) > 1 else tt[0] in stems)]
             e = h.explain
-            if not (fallback or words or e.via) and "keyword" in e.lists and r.session_id:
+            if not (fallback or words or e.via) and "keyword" in e.lists and is_turn(r):
                 e = replace(e, via="context")  # the turns before it hold the words (ADR 0036)
             if r.id in entity_names and "entity" in h.explain.lists:
                 words.append(f"entity:{entity_names[r.id]}")

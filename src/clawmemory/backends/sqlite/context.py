@@ -4,10 +4,9 @@ before it.
 A turn is an episode with a session and no key (``backends.base.is_turn``). Its
 ``keyword_context`` column holds the last ``CONTEXT_CHARS`` characters of each of the
 ``CONTEXT_TURNS`` turns before it in its session (``backends.base.turn_context``), and the
-full-text index reads that column as a field of its own, weighted by
-``recall.weight_context``. "Yes, twice last month!"
-is then found by "How often did Melanie go camping?" when the turn before it asked about
-camping.
+full-text index reads that column as a field of its own, weighted by ``recall.weight_context``.
+"Yes, twice last month!" is then found by "How often did Melanie go camping?" when the turn
+before it asked about camping.
 
 The context is written with the turn (``INSERT_IN_CONTEXT``) and rewritten by triggers when a
 turn it quotes goes (forgotten, expired, archived) or changes its text, so no forgotten text
@@ -23,7 +22,6 @@ from clawmemory.backends.base import CONTEXT_CHARS, CONTEXT_TURNS
 from clawmemory.backends.sqlite.sql import COLUMNS
 
 __all__ = ["INSERT_IN_CONTEXT", "add_keyword_context"]
-
 
 
 def _before(namespace: str, session: str, seq: str) -> str:
